@@ -1,0 +1,197 @@
+"""The catalog: a small SQLite file beside the vectors that records which papers the store holds.
+
+It is the ingest journal. A paper is written as ``pending`` before its vectors go to Chroma and
+turns ``ready`` only after they are there; removal goes through ``deleting``. Search shows only
+``ready`` papers, and the next ingest finishes or undoes whatever a crash left half done, so the
+store never shows a paper twice or a paper without its vectors. It also holds the full abstracts
+(the BM25 index is rebuilt from it) and a generation counter that tells when that index is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
+from pathlib import Path
+
+from assistant.chunking import Chunk
+from assistant.corpus import Paper
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS papers (
+    paper_id TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    source TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT,
+    authors TEXT NOT NULL DEFAULT '[]',
+    year INTEGER,
+    venue TEXT,
+    url TEXT,
+    abstract TEXT NOT NULL,
+    n_chunks INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'ready', 'deleting'))
+);
+CREATE INDEX IF NOT EXISTS papers_state ON papers(state);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    paper_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_paper ON chunks(paper_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url"
+_MAX_VARS = 900  # stay under SQLite's bound on query parameters
+
+
+def _batches(items: Sequence[str], size: int = _MAX_VARS) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _row_to_paper(row: sqlite3.Row) -> Paper:
+    return Paper(
+        paper_id=row["paper_id"], source=row["source"], label=row["label"],
+        abstract=row["abstract"], title=row["title"], authors=tuple(json.loads(row["authors"])),
+        year=row["year"], venue=row["venue"], url=row["url"],
+    )
+
+
+class Catalog:
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- meta -------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def bump_generation(self) -> int:
+        new = self.generation + 1
+        self.set_meta("generation", str(new))
+        return new
+
+    # -- journal ----------------------------------------------------------------------------
+    def states(self) -> dict[str, tuple[str, str, int]]:
+        """paper_id -> (fingerprint, state, n_chunks) for every paper the catalog knows."""
+        rows = self._db.execute("SELECT paper_id, fingerprint, state, n_chunks FROM papers")
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def mark_pending(self, items: Iterable[tuple[Paper, list[Chunk]]]) -> None:
+        """Record papers and their chunks as about to be written (one transaction)."""
+        with closing(self._db.cursor()) as cur:
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for paper, chunks in items:
+                    cur.execute("DELETE FROM chunks WHERE paper_id = ?", (paper.paper_id,))
+                    cur.execute(
+                        "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
+                        (
+                            paper.paper_id, paper.fingerprint, paper.source, paper.source_file,
+                            paper.label, paper.title, json.dumps(list(paper.authors)), paper.year,
+                            paper.venue, paper.url, paper.abstract, len(chunks),
+                        ),
+                    )
+                    cur.executemany(
+                        "INSERT INTO chunks(chunk_id, paper_id, idx, text) VALUES (?,?,?,?)",
+                        [(c.chunk_id, c.paper_id, c.index, c.text) for c in chunks],
+                    )
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+    def set_state(self, paper_ids: Sequence[str], state: str) -> None:
+        with closing(self._db.cursor()) as cur:
+            cur.execute("BEGIN IMMEDIATE")
+            for batch in _batches(paper_ids):
+                marks = ",".join("?" * len(batch))
+                cur.execute(f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})",
+                            (state, *batch))
+            cur.execute("COMMIT")
+
+    def remove(self, paper_ids: Sequence[str]) -> None:
+        with closing(self._db.cursor()) as cur:
+            cur.execute("BEGIN IMMEDIATE")
+            for batch in _batches(paper_ids):
+                marks = ",".join("?" * len(batch))
+                cur.execute(f"DELETE FROM chunks WHERE paper_id IN ({marks})", tuple(batch))
+                cur.execute(f"DELETE FROM papers WHERE paper_id IN ({marks})", tuple(batch))
+            cur.execute("COMMIT")
+
+    # -- reads ------------------------------------------------------------------------------
+    def papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        """Ready papers by id (ids that are not ready are left out)."""
+        found: dict[str, Paper] = {}
+        for batch in _batches(list(paper_ids)):
+            marks = ",".join("?" * len(batch))
+            rows = self._db.execute(
+                f"SELECT {_PAPER_COLUMNS} FROM papers WHERE state = 'ready' "
+                f"AND paper_id IN ({marks})", tuple(batch),
+            )
+            found.update({r["paper_id"]: _row_to_paper(r) for r in rows})
+        return found
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for batch in _batches(list(chunk_ids)):
+            marks = ",".join("?" * len(batch))
+            rows = self._db.execute(
+                f"SELECT chunk_id, text FROM chunks WHERE chunk_id IN ({marks})", tuple(batch)
+            )
+            found.update({r[0]: r[1] for r in rows})
+        return found
+
+    def chunks_of(self, paper_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT text FROM chunks WHERE paper_id = ? ORDER BY idx", (paper_id,)
+        )
+        return [r[0] for r in rows]
+
+    def iter_ready(self) -> Iterator[Paper]:
+        rows = self._db.execute(
+            f"SELECT {_PAPER_COLUMNS} FROM papers WHERE state = 'ready' ORDER BY rowid"
+        )
+        for row in rows:
+            yield _row_to_paper(row)
+
+    def ids_matching(self, filters: dict[str, str | int]) -> set[str]:
+        """Ready paper ids whose metadata equals every filter (source_file, year, venue, ...)."""
+        allowed = {"source_file", "year", "venue", "source", "label", "paper_id"}
+        unknown = set(filters) - allowed
+        if unknown:
+            raise ValueError(f"cannot filter on {sorted(unknown)}; use one of {sorted(allowed)}")
+        clauses = " AND ".join(f"{key} = ?" for key in filters)
+        sql = "SELECT paper_id FROM papers WHERE state = 'ready'" + (
+            f" AND {clauses}" if clauses else ""
+        )
+        return {r[0] for r in self._db.execute(sql, tuple(filters.values()))}
+
+    def counts(self) -> dict[str, int]:
+        papers = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n_chunks), 0) FROM papers WHERE state = 'ready'"
+        ).fetchone()
+        unfinished = self._db.execute(
+            "SELECT COUNT(*) FROM papers WHERE state != 'ready'"
+        ).fetchone()[0]
+        return {"papers": papers[0], "chunks": papers[1], "unfinished": unfinished}

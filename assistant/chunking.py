@@ -1,0 +1,53 @@
+"""Token-aware chunking with LangChain's recursive splitter, measured in tiktoken tokens.
+
+Most abstracts fit in one chunk. Longer ones are split at sentence boundaries first (then at
+spaces), with overlap, so every chunk stays under the embedder's input length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from assistant.corpus import Paper
+from assistant.tokens import DEFAULT_ENCODING, encoding
+
+_SENTENCE_END = r"(?<=[.!?])\s+(?=[A-Z0-9(\[$\\])"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    paper_id: str
+    index: int
+    text: str
+
+
+class Chunker:
+    def __init__(self, chunk_tokens: int = 200, overlap_tokens: int = 40,
+                 encoding_name: str = DEFAULT_ENCODING):
+        self.chunk_tokens = chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.name = f"{encoding_name}:{chunk_tokens}/{overlap_tokens}"
+        enc = encoding(encoding_name)
+        self._count = lambda text: len(enc.encode(text, disallowed_special=()))
+        self._splitter = RecursiveCharacterTextSplitter(
+            chunk_size=chunk_tokens,
+            chunk_overlap=overlap_tokens,
+            length_function=self._count,
+            separators=[_SENTENCE_END, r"\s+", ""],
+            is_separator_regex=True,
+            keep_separator=False,
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return self._count(text)
+
+    def split(self, paper: Paper) -> list[Chunk]:
+        text = paper.text_for_index
+        pieces = [text] if self._count(text) <= self.chunk_tokens else self._splitter.split_text(text)
+        return [
+            Chunk(chunk_id=f"{paper.paper_id}:{i}", paper_id=paper.paper_id, index=i, text=piece)
+            for i, piece in enumerate(p.strip() for p in pieces if p.strip())
+        ]

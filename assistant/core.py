@@ -1,0 +1,140 @@
+"""The one object every entry point uses: ``Assistant``.
+
+The CLI, the chat REPL, the Python API and the eval harness all call it. Models, store and
+settings are passed in (or built from settings); nothing is reached through globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from assistant.catalog import Catalog
+from assistant.chunking import Chunker
+from assistant.corpus import load_corpus
+from assistant.embeddings import Embedder, make_embedder
+from assistant.errors import AssistantError
+from assistant.ingest import IngestReport, Ingestor, Progress
+from assistant.lexical import LexicalIndex
+from assistant.retrieval import Hit, HybridRetriever
+from assistant.settings import Settings, load_settings
+from assistant.vectors import ChromaVectors
+
+MAX_QUERY_CHARS = 20_000
+
+
+class Assistant:
+    """Question answering over paper abstracts.
+
+    >>> a = Assistant(store="vectorstore")     # doctest: +SKIP
+    >>> a.ingest()                             # doctest: +SKIP
+    >>> a.search("KV cache eviction", k=5)     # doctest: +SKIP
+    """
+
+    def __init__(self, settings: Settings | None = None, *, store: str | Path | None = None,
+                 embedder: Embedder | None = None):
+        self.settings = settings or load_settings()
+        if store is not None:
+            self.settings = self.settings.model_copy(
+                update={"store": self.settings.store.model_copy(update={"path": Path(store)})}
+            )
+        self.store_dir = Path(self.settings.store.path)
+        self.embedder = embedder or make_embedder(self.settings)
+        self._catalog: Catalog | None = None
+        self._vectors: ChromaVectors | None = None
+        self._lexical: LexicalIndex | None = None
+
+    # -- wiring (lazy, so `assistant --help` never opens a database) ------------------------
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog(self.store_dir / "catalog.sqlite3")
+        return self._catalog
+
+    @property
+    def vectors(self) -> ChromaVectors:
+        if self._vectors is None:
+            cfg = self.settings.store
+            self._vectors = ChromaVectors.open(
+                path=self.store_dir / "chroma", url=cfg.chroma_url, collection=cfg.collection,
+                embedder_name=self.embedder.name, dim=self.embedder.dim,
+            )
+        return self._vectors
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = LexicalIndex(self.store_dir / "bm25")
+            self._lexical.load()
+        return self._lexical
+
+    def _chunker(self) -> Chunker:
+        cfg = self.settings.chunking
+        return Chunker(cfg.chunk_tokens, cfg.overlap_tokens)
+
+    def _ingestor(self) -> Ingestor:
+        return Ingestor(self.catalog, self.vectors, self.lexical, self.embedder, self._chunker())
+
+    def retriever(self) -> HybridRetriever:
+        lexical = self.lexical
+        if lexical.generation != self.catalog.generation and not (
+            lexical.load() and lexical.generation == self.catalog.generation
+        ):
+            self._ingestor().refresh_lexical(bump=False)
+        return HybridRetriever(self.embedder, self.vectors, lexical, self.catalog,
+                               self.settings.retrieval)
+
+    # -- API --------------------------------------------------------------------------------
+    def ingest(self, paths: Iterable[str | Path] | None = None, *, prune: bool = False,
+               progress: Progress | None = None) -> IngestReport:
+        """Index abstracts (the shipped corpus by default); returns what changed."""
+        chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
+        loaded = load_corpus(chosen)
+        return self._ingestor().run(loaded, prune=prune, progress=progress)
+
+    def search(self, query: str, k: int | None = None,
+               filters: Mapping[str, Any] | None = None) -> list[Hit]:
+        """The k most relevant papers, each once, with its best-matching passage."""
+        query = check_query(query)
+        try:
+            return self.retriever().search(query, k, filters)
+        except ValueError as exc:
+            raise AssistantError(str(exc)) from exc
+
+    def info(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        return {
+            "store": str(self.store_dir.resolve()),
+            "chroma": self.settings.store.chroma_url or str((self.store_dir / "chroma").resolve()),
+            "collection": self.settings.store.collection,
+            "papers": counts["papers"],
+            "chunks": counts["chunks"],
+            "unfinished": counts["unfinished"],
+            "vectors": self.vectors.count(),
+            "embedder": self.embedder.name,
+            "chunker": self._chunker().name,
+        }
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
+
+    def __enter__(self) -> Assistant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_query(query: str) -> str:
+    query = " ".join((query or "").split())
+    if not query:
+        raise AssistantError("the question is empty; type a question about the abstracts")
+    if len(query) > MAX_QUERY_CHARS:
+        raise AssistantError(
+            f"the question is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,} "
+            "(ask about one topic at a time)"
+        )
+    return query

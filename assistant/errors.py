@@ -1,0 +1,33 @@
+"""Domain errors. Each message says what went wrong and what to do next.
+
+The CLI turns any ``AssistantError`` into a one-line message and a non-zero exit, in one place.
+"""
+
+
+class AssistantError(Exception):
+    """Base class for errors that are the user's to fix, shown without a traceback."""
+
+
+class ConfigError(AssistantError):
+    """A setting is missing or invalid."""
+
+
+class InputFileError(AssistantError):
+    """An input file cannot be read as abstracts (empty, binary, undecodable, wrong columns)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class StoreError(AssistantError):
+    """The vector store cannot be opened or is inconsistent."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The store was built with another embedding model than the one configured."""
+
+
+class ProviderError(AssistantError):
+    """The language-model or embedding provider failed (unreachable, timeout, bad answer)."""

@@ -1,0 +1,146 @@
+"""Incremental, idempotent, crash-safe ingestion: papers -> chunks -> vectors + catalog + BM25.
+
+Order of writes for each batch: catalog rows as ``pending`` -> stale vectors deleted -> vectors
+upserted (ids are ``paper_id:chunk``, so a retry overwrites rather than duplicates) -> rows
+``ready``. Removal: ``deleting`` -> vectors deleted -> rows removed. Whatever an interrupted run
+left unfinished is completed (or undone) at the start of the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.catalog import Catalog
+from assistant.chunking import Chunk, Chunker
+from assistant.corpus import LoadResult, Paper
+from assistant.embeddings import Embedder
+from assistant.errors import InputFileError
+from assistant.lexical import LexicalIndex
+from assistant.vectors import ChromaVectors
+
+Progress = Callable[[int, int], None]  # (papers done, papers to do)
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    recovered: int = 0  # unfinished papers from an interrupted run, finished or undone
+    duplicates: int = 0
+    chunks_written: int = 0
+    files: int = 0
+    problems: list[InputFileError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+            "removed": self.removed, "recovered": self.recovered, "duplicates": self.duplicates,
+            "chunks_written": self.chunks_written, "files": self.files,
+            "problems": [str(p) for p in self.problems],
+        }
+
+
+class Ingestor:
+    def __init__(self, catalog: Catalog, vectors: ChromaVectors, lexical: LexicalIndex,
+                 embedder: Embedder, chunker: Chunker, batch_papers: int = 64):
+        self.catalog = catalog
+        self.vectors = vectors
+        self.lexical = lexical
+        self.embedder = embedder
+        self.chunker = chunker
+        self.batch_papers = batch_papers
+
+    def _config_key(self) -> str:
+        return f"{self.embedder.name}|{self.chunker.name}"
+
+    def run(self, loaded: LoadResult, prune: bool = False,
+            progress: Progress | None = None) -> IngestReport:
+        report = IngestReport(duplicates=loaded.duplicates, files=len(loaded.files),
+                              problems=list(loaded.problems))
+        states = self.catalog.states()
+        incoming = {p.paper_id for p in loaded.papers}
+        # A different chunker means every paper's chunks change: rewrite all of them.
+        config_changed = self.catalog.get_meta("config") not in (None, self._config_key())
+
+        # 1. Finish what an interrupted run left: pending papers not in this input, and
+        #    papers being deleted, are removed; pending papers in this input are rewritten below.
+        report.recovered = sum(1 for _, state, _ in states.values() if state != "ready")
+        leftovers = [pid for pid, (_, state, _) in states.items()
+                     if state == "deleting" or (state == "pending" and pid not in incoming)]
+        self._remove(leftovers, states)
+
+        # 2. Work out what changed.
+        to_write: list[Paper] = []
+        for paper in loaded.papers:
+            known = states.get(paper.paper_id)
+            if known and known[1] == "ready" and known[0] == paper.fingerprint and not config_changed:
+                report.unchanged += 1
+                continue
+            to_write.append(paper)
+            if known and known[1] == "ready":
+                report.updated += 1
+            else:
+                report.added += 1
+
+        # 3. Write in batches, journalled.
+        self.catalog.set_meta("config", self._config_key())
+        done = 0
+        if progress:
+            progress(0, len(to_write))
+        for start in range(0, len(to_write), self.batch_papers):
+            batch = to_write[start : start + self.batch_papers]
+            report.chunks_written += self._write_batch(batch, states)
+            done += len(batch)
+            if progress:
+                progress(done, len(to_write))
+
+        # 4. Prune papers whose source is no longer given.
+        if prune:
+            gone = [pid for pid, (_, state, _) in states.items()
+                    if state == "ready" and pid not in incoming]
+            self._remove(gone, states)
+            report.removed = len(gone)
+
+        changed = bool(to_write or leftovers or report.removed)
+        if changed or self.lexical.generation != self.catalog.generation:
+            self.refresh_lexical(bump=changed)
+        return report
+
+    def _write_batch(self, batch: Sequence[Paper], states: dict[str, tuple[str, str, int]]) -> int:
+        items: list[tuple[Paper, list[Chunk]]] = [(p, self.chunker.split(p)) for p in batch]
+        self.catalog.mark_pending(items)
+        stale: list[str] = []
+        for paper, chunks in items:
+            old_n = states.get(paper.paper_id, ("", "", 0))[2]
+            stale.extend(f"{paper.paper_id}:{i}" for i in range(len(chunks), old_n))
+        self.vectors.delete_ids(stale)
+        chunks = [c for _, cs in items for c in cs]
+        metas = {p.paper_id: p.metadata() for p, _ in items}
+        vectors = self.embedder.embed([c.text for c in chunks])
+        self.vectors.upsert(
+            [c.chunk_id for c in chunks], vectors, [c.text for c in chunks],
+            [{**metas[c.paper_id], "chunk": c.index} for c in chunks],
+        )
+        self.catalog.set_state([p.paper_id for p in batch], "ready")
+        return len(chunks)
+
+    def _remove(self, paper_ids: Sequence[str], states: dict[str, tuple[str, str, int]]) -> None:
+        if not paper_ids:
+            return
+        self.catalog.set_state(paper_ids, "deleting")
+        self.vectors.delete_papers(paper_ids)
+        self.catalog.remove(paper_ids)
+        for pid in paper_ids:
+            states.pop(pid, None)
+
+    def refresh_lexical(self, bump: bool = True) -> None:
+        generation = self.catalog.bump_generation() if bump else self.catalog.generation
+        self.lexical.build(((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready()),
+                           generation)

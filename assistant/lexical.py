@@ -1,0 +1,103 @@
+"""BM25 over whole papers (title + abstract) with bm25s and an English Snowball stemmer.
+
+The index is a derived artefact of the catalog: it is rebuilt from the catalog's ready papers and
+stamped with the catalog's generation, so a stale index (after a crash, or another process's
+ingest) is noticed and rebuilt before it answers. Each build goes to a fresh folder and a small
+pointer file is replaced atomically, so a reader never sees half an index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+_POINTER = "current.json"
+
+
+class LexicalIndex:
+    def __init__(self, folder: Path, k1: float = 1.2, b: float = 0.75):
+        self.folder = folder
+        self.k1 = k1
+        self.b = b
+        self._stemmer = Stemmer.Stemmer("english")
+        self._retriever: bm25s.BM25 | None = None
+        self._ids: list[str] = []
+        self._position: dict[str, int] = {}
+        self.generation: int | None = None
+
+    def tokenize(self, texts: list[str]) -> list[list[str]]:
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, return_ids=False,
+                                show_progress=False)
+        return [list(t) for t in tokens]  # type: ignore[union-attr]
+
+    def build(self, docs: Iterable[tuple[str, str]], generation: int) -> None:
+        """Index (paper_id, text) pairs and persist them as ``generation``."""
+        ids, texts = [], []
+        for paper_id, text in docs:
+            ids.append(paper_id)
+            texts.append(text)
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        if texts:
+            retriever.index(self.tokenize(texts), show_progress=False)
+        target = self.folder / f"g{generation}"
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        if texts:
+            retriever.save(str(target))
+        (target / "ids.json").write_text(json.dumps(ids))
+        tmp = self.folder / f".{_POINTER}.{os.getpid()}"
+        tmp.write_text(json.dumps({"generation": generation, "dir": target.name,
+                                   "k1": self.k1, "b": self.b}))
+        os.replace(tmp, self.folder / _POINTER)
+        for old in self.folder.glob("g*"):
+            if old.is_dir() and old != target:
+                shutil.rmtree(old, ignore_errors=True)
+        self._install(retriever if texts else None, ids, generation)
+
+    def _install(self, retriever: bm25s.BM25 | None, ids: list[str], generation: int) -> None:
+        self._retriever = retriever
+        self._ids = ids
+        self._position = {pid: i for i, pid in enumerate(ids)}
+        self.generation = generation
+
+    def load(self) -> bool:
+        """Load the persisted index; False when there is none or it was built differently."""
+        pointer = self.folder / _POINTER
+        if not pointer.exists():
+            return False
+        info = json.loads(pointer.read_text())
+        if (info.get("k1"), info.get("b")) != (self.k1, self.b):
+            return False
+        target = self.folder / info["dir"]
+        ids = json.loads((target / "ids.json").read_text())
+        retriever = bm25s.BM25.load(str(target)) if ids else None
+        self._install(retriever, ids, int(info["generation"]))
+        return True
+
+    def search(self, query: str, n: int,
+               allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """Best papers for the query, (paper_id, score), score > 0 only."""
+        if self._retriever is None or not self._ids:
+            return []
+        tokens = self.tokenize([query])
+        if not tokens or not tokens[0]:
+            return []
+        mask = None
+        if allowed is not None:
+            mask = np.zeros(len(self._ids), dtype=np.float32)
+            for pid in allowed:
+                if pid in self._position:
+                    mask[self._position[pid]] = 1.0
+        k = min(n, len(self._ids))
+        docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1,
+                                                weight_mask=mask)
+        return [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True)
+                if s > 0]

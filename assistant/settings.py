@@ -1,0 +1,130 @@
+"""All configuration in one typed place.
+
+Every field can be set from the environment as ``ASSISTANT_<SECTION>__<FIELD>`` (for example
+``ASSISTANT_RETRIEVAL__K=8``) and most from CLI flags. ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
+are read under their usual names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from assistant.errors import ConfigError
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+DEFAULT_CORPUS = PACKAGE_ROOT.parent / "data" / "neurips2025"
+DEFAULT_PROMPTS = PACKAGE_ROOT.parent / "prompts"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class StoreSettings(_Section):
+    path: Path = Field(
+        Path("vectorstore"),
+        description="Folder of the embedded Chroma store, its catalog and its BM25 index.",
+    )
+    chroma_url: str | None = Field(
+        None,
+        description="URL of a Chroma server (`chroma run`), e.g. http://localhost:8000. "
+        "When set, vectors live there; the catalog and BM25 index stay in `path`.",
+    )
+    collection: str = Field("abstracts", description="Chroma collection name.")
+
+
+class CorpusSettings(_Section):
+    default_paths: list[Path] = Field(
+        default_factory=lambda: [DEFAULT_CORPUS],
+        description="What `assistant ingest` reads when given no paths (the shipped corpus).",
+    )
+
+
+class EmbeddingSettings(_Section):
+    provider: Literal["minilm", "openai"] = Field(
+        "minilm", description="minilm: offline all-MiniLM-L6-v2 (ONNX). openai: OpenAI embeddings."
+    )
+    openai_model: str = Field("text-embedding-3-small", description="Model for provider=openai.")
+    batch_size: int = Field(32, ge=1, le=2048, description="Texts embedded per call.")
+    max_tokens: int = Field(
+        256, ge=16, le=512, description="MiniLM truncation length in word pieces."
+    )
+
+
+class ChunkingSettings(_Section):
+    chunk_tokens: int = Field(
+        200,
+        ge=32,
+        le=8000,
+        description="Target chunk size in tiktoken (cl100k) tokens. 200 keeps a chunk inside "
+        "MiniLM's 256 word pieces, so no text is silently truncated.",
+    )
+    overlap_tokens: int = Field(40, ge=0, description="Tokens shared by consecutive chunks.")
+
+    @model_validator(mode="after")
+    def _overlap_smaller(self) -> ChunkingSettings:
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError("overlap_tokens must be smaller than chunk_tokens")
+        return self
+
+
+class RetrievalSettings(_Section):
+    k: int = Field(5, ge=1, le=200, description="Papers returned by search.")
+    candidates: int = Field(
+        100, ge=10, le=2000, description="Candidates each retriever contributes before fusion."
+    )
+    rrf_k: float = Field(60.0, gt=0, description="Reciprocal rank fusion constant.")
+    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense ranking in fusion.")
+    lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion.")
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> RetrievalSettings:
+        if self.dense_weight == 0 and self.lexical_weight == 0:
+            raise ValueError("dense_weight and lexical_weight cannot both be 0")
+        return self
+
+
+class Settings(BaseSettings):
+    """The assistant's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ASSISTANT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        populate_by_name=True,
+    )
+
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    corpus: CorpusSettings = Field(default_factory=CorpusSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    openai_api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "ASSISTANT_OPENAI_API_KEY"),
+        description="Key for OpenAI (embeddings or chat).",
+        repr=False,
+    )
+    openai_base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "ASSISTANT_OPENAI_BASE_URL"),
+        description="Any OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1.",
+    )
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment plus overrides, with an actionable error."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "settings"
+            env = "ASSISTANT_" + "__".join(str(p).upper() for p in err["loc"])
+            problems.append(f"{where}: {err['msg']} (set it with {env} or the matching flag)")
+        raise ConfigError("invalid settings: " + "; ".join(problems)) from exc

@@ -1,0 +1,57 @@
+"""Normalisation of abstract text as real abstracts arrive: PDF hyphenation, odd Unicode, spacing.
+
+LaTeX, numbers and mathematical symbols are kept exactly; only typography is changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_TYPOGRAPHY = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+        "\u00ab": '"', "\u00bb": '"',
+        "\u2010": "-", "\u2011": "-",
+        "\u00a0": " ", "\u2002": " ", "\u2003": " ", "\u2009": " ", "\u202f": " ", "\u3000": " ",
+        "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+        "\u00ad": None, "\u200b": None, "\u200c": None, "\u200d": None, "\ufeff": None,
+    }
+)
+# Words that legitimately follow a suspended hyphen: "model- and data-parallel".
+_SUSPENDED = {"and", "or", "to", "nor", "versus", "vs", "as", "than", "but"}
+_BROKEN_WORD = re.compile(r"\b([A-Za-z]{2,})-\s+([a-z]{2,})\b")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SPACES = re.compile(r"\s+")
+
+
+def _join_broken(match: re.Match[str]) -> str:
+    head, tail = match.group(1), match.group(2)
+    if tail in _SUSPENDED:
+        return match.group(0)
+    return head + tail
+
+
+def normalize_text(text: str) -> str:
+    """Canonical form of an abstract or title; idempotent."""
+    text = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHY)
+    text = _CONTROL.sub(" ", text)
+    text = _BROKEN_WORD.sub(_join_broken, text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def content_key(text: str) -> str:
+    """A stable id from content: the same abstract, however spaced or cased, gives the same key."""
+    canonical = _SPACES.sub(" ", normalize_text(text).casefold())
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def fingerprint(*parts: str) -> str:
+    """Hash of everything stored for a paper, to skip unchanged papers on re-ingest."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:20]

@@ -1,0 +1,118 @@
+"""The vector store seam: Chroma, embedded (``PersistentClient``) or a server (``HttpClient``).
+
+Only this module imports chromadb. Vectors are computed by our ``Embedder`` and passed in, so
+Chroma never loads (or downloads) an embedding model of its own. The collection records the
+embedder's name; opening it with another embedder is an ``EmbedderMismatchError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from assistant.errors import EmbedderMismatchError, StoreError
+
+
+@dataclass(frozen=True)
+class ChunkMatch:
+    chunk_id: str
+    paper_id: str
+    similarity: float  # cosine similarity, 1 is identical
+
+
+class ChromaVectors:
+    """Chunk vectors in one Chroma collection, keyed by chunk id, with paper metadata."""
+
+    def __init__(self, collection: Any, embedder_name: str):
+        self._collection = collection
+        self.embedder_name = embedder_name
+
+    @classmethod
+    def open(cls, *, path: Path, url: str | None, collection: str, embedder_name: str,
+             dim: int) -> ChromaVectors:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        try:
+            if url:
+                parsed = urlparse(url if "//" in url else f"http://{url}")
+                client: Any = chromadb.HttpClient(
+                    host=parsed.hostname or "localhost",
+                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                    ssl=parsed.scheme == "https",
+                    settings=chroma_settings,
+                )
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+            coll = client.get_or_create_collection(
+                collection,
+                metadata={"embedder": embedder_name, "dim": dim},
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine", "ef_search": 200}},
+            )
+        except Exception as exc:  # chromadb raises many types; all mean the same to the user
+            where = f"Chroma server at {url}" if url else f"store at {path}"
+            hint = ("is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?" if url
+                    else "is the folder writable and not in use by another version of Chroma?")
+            raise StoreError(f"cannot open the {where}: {exc} ({hint})") from exc
+        recorded = (coll.metadata or {}).get("embedder")
+        if recorded and recorded != embedder_name:
+            raise EmbedderMismatchError(
+                f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
+                f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
+                "with, or ingest into a new store with --store DIR."
+            )
+        return cls(coll, embedder_name)
+
+    def count(self) -> int:
+        return int(self._collection.count())
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[dict[str, Any]]) -> None:
+        if len(ids):
+            self._collection.upsert(ids=list(ids), embeddings=vectors, documents=list(documents),
+                                    metadatas=list(metadatas))
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        if len(ids):
+            self._collection.delete(ids=list(ids))
+
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        for start in range(0, len(paper_ids), 500):
+            batch = list(paper_ids[start : start + 500])
+            self._collection.delete(where={"paper_id": {"$in": batch}})
+
+    def ids(self) -> list[str]:
+        """Every chunk id in the collection (for consistency checks)."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            got = self._collection.get(include=[], limit=5000, offset=offset)["ids"]
+            out.extend(got)
+            if len(got) < 5000:
+                return out
+            offset += len(got)
+
+    def query(self, vector: np.ndarray, n: int,
+              where: dict[str, Any] | None = None) -> list[ChunkMatch]:
+        total = self.count()
+        if total == 0:
+            return []
+        result = self._collection.query(
+            query_embeddings=[vector], n_results=min(n, total), where=where or None,
+            include=["distances", "metadatas"],
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        metas = result["metadatas"][0]
+        return [
+            ChunkMatch(chunk_id=i, paper_id=str(m["paper_id"]), similarity=1.0 - float(d))
+            for i, d, m in zip(ids, distances, metas, strict=True)
+        ]
