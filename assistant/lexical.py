@@ -33,9 +33,10 @@ class LexicalIndex:
         self.generation: int | None = None
 
     def tokenize(self, texts: list[str]) -> list[list[str]]:
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, return_ids=False,
-                                show_progress=False)
-        return [list(t) for t in tokens]  # type: ignore[union-attr]
+        tokens = bm25s.tokenize(
+            texts, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+        )
+        return [list(t) for t in tokens]
 
     def build(self, docs: Iterable[tuple[str, str]], generation: int) -> None:
         """Index (paper_id, text) pairs and persist them as ``generation``."""
@@ -54,8 +55,9 @@ class LexicalIndex:
             retriever.save(str(target))
         (target / "ids.json").write_text(json.dumps(ids))
         tmp = self.folder / f".{_POINTER}.{os.getpid()}"
-        tmp.write_text(json.dumps({"generation": generation, "dir": target.name,
-                                   "k1": self.k1, "b": self.b}))
+        tmp.write_text(
+            json.dumps({"generation": generation, "dir": target.name, "k1": self.k1, "b": self.b})
+        )
         os.replace(tmp, self.folder / _POINTER)
         for old in self.folder.glob("g*"):
             if old.is_dir() and old != target:
@@ -82,8 +84,9 @@ class LexicalIndex:
         self._install(retriever, ids, int(info["generation"]))
         return True
 
-    def search(self, query: str, n: int,
-               allowed: set[str] | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query: str, n: int, allowed: set[str] | None = None
+    ) -> list[tuple[str, float]]:
         """Best papers for the query, (paper_id, score), score > 0 only."""
         if self._retriever is None or not self._ids:
             return []
@@ -97,7 +100,9 @@ class LexicalIndex:
                 if pid in self._position:
                     mask[self._position[pid]] = 1.0
         k = min(n, len(self._ids))
-        docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1,
-                                                weight_mask=mask)
-        return [(self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True)
-                if s > 0]
+        docs, scores = self._retriever.retrieve(
+            tokens, k=k, show_progress=False, n_threads=1, weight_mask=mask
+        )
+        return [
+            (self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
+        ]

@@ -48,12 +48,19 @@ class Hit:
         return self.paper.abstract
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "paper_id": self.paper_id, "label": self.label,
-                "source": self.source, "score": round(self.score, 6), "text": self.text}
+        return {
+            "rank": self.rank,
+            "paper_id": self.paper_id,
+            "label": self.label,
+            "source": self.source,
+            "score": round(self.score, 6),
+            "text": self.text,
+        }
 
 
-def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float],
-         k: float = 60.0) -> list[tuple[str, float]]:
+def fuse(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], k: float = 60.0
+) -> list[tuple[str, float]]:
     """Weighted reciprocal rank fusion: sum of weight / (k + rank), ranks starting at 1."""
     scores: dict[str, float] = {}
     for ranking, weight in zip(rankings, weights, strict=True):
@@ -86,37 +93,47 @@ def _chroma_where(filters: dict[str, str | int]) -> dict[str, Any] | None:
 
 
 class HybridRetriever:
-    def __init__(self, embedder: Embedder, vectors: ChromaVectors, lexical: LexicalIndex,
-                 catalog: Catalog, settings: RetrievalSettings):
+    def __init__(
+        self,
+        embedder: Embedder,
+        vectors: ChromaVectors,
+        lexical: LexicalIndex,
+        catalog: Catalog,
+        settings: RetrievalSettings,
+    ):
         self.embedder = embedder
         self.vectors = vectors
         self.lexical = lexical
         self.catalog = catalog
         self.settings = settings
 
-    def dense_papers(self, query: str, n: int,
-                     filters: dict[str, str | int]) -> list[tuple[str, str, float]]:
+    def dense_papers(
+        self, query: str, n: int, filters: dict[str, str | int]
+    ) -> list[tuple[str, str, float]]:
         """(paper_id, best chunk id, similarity), best first, one row per paper."""
         if self.settings.dense_weight == 0:
             return []
         # Papers have a few chunks each; ask for enough chunks to cover n papers.
-        matches = self.vectors.query(self.embedder.embed_query(query), n * 3,
-                                     _chroma_where(filters))
+        matches = self.vectors.query(
+            self.embedder.embed_query(query), n * 3, _chroma_where(filters)
+        )
         seen: dict[str, tuple[str, str, float]] = {}
         for m in matches:
             if m.paper_id not in seen:
                 seen[m.paper_id] = (m.paper_id, m.chunk_id, m.similarity)
         return list(seen.values())[:n]
 
-    def lexical_papers(self, query: str, n: int,
-                       filters: dict[str, str | int]) -> list[tuple[str, float]]:
+    def lexical_papers(
+        self, query: str, n: int, filters: dict[str, str | int]
+    ) -> list[tuple[str, float]]:
         if self.settings.lexical_weight == 0:
             return []
         allowed = self.catalog.ids_matching(filters) if filters else None
         return self.lexical.search(query, n, allowed)
 
-    def search(self, query: str, k: int | None = None,
-               filters: Mapping[str, Any] | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
         k = k or self.settings.k
         clean = check_filters(filters)
         n = max(self.settings.candidates, k)
@@ -138,9 +155,19 @@ class HybridRetriever:
         for pid, score in fused:
             if pid not in papers:
                 continue
-            chunk = chunk_text.get(best_chunk.get(pid, "")) or self._best_chunk_lexically(pid, query)
-            hits.append(Hit(rank=len(hits) + 1, paper=papers[pid], score=score, chunk=chunk,
-                            dense_rank=dense_rank.get(pid), lexical_rank=lexical_rank.get(pid)))
+            chunk = chunk_text.get(best_chunk.get(pid, "")) or self._best_chunk_lexically(
+                pid, query
+            )
+            hits.append(
+                Hit(
+                    rank=len(hits) + 1,
+                    paper=papers[pid],
+                    score=score,
+                    chunk=chunk,
+                    dense_rank=dense_rank.get(pid),
+                    lexical_rank=lexical_rank.get(pid),
+                )
+            )
             if len(hits) == k:
                 break
         return hits

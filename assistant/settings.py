@@ -50,24 +50,35 @@ class EmbeddingSettings(_Section):
     )
     openai_model: str = Field("text-embedding-3-small", description="Model for provider=openai.")
     batch_size: int = Field(32, ge=1, le=2048, description="Texts embedded per call.")
+    papers_per_write: int = Field(
+        64,
+        ge=1,
+        le=5000,
+        description="Papers embedded and committed together; an interrupted ingest redoes at "
+        "most this many.",
+    )
     max_tokens: int = Field(
         256, ge=16, le=512, description="MiniLM truncation length in word pieces."
     )
 
 
 class ChunkingSettings(_Section):
-    chunk_tokens: int = Field(
-        200,
+    chunk_tokens: int | None = Field(
+        None,
         ge=32,
         le=8000,
-        description="Target chunk size in tiktoken (cl100k) tokens. 200 keeps a chunk inside "
-        "MiniLM's 256 word pieces, so no text is silently truncated.",
+        description="Chunk size limit in tiktoken (cl100k) tokens. Unset: fitted to the "
+        "embedder (200 for MiniLM, whose input is 256 word pieces, so no text is silently "
+        "truncated; 1000 for OpenAI embeddings).",
     )
-    overlap_tokens: int = Field(40, ge=0, description="Tokens shared by consecutive chunks.")
+    overlap_tokens: int = Field(60, ge=0, description="Tokens shared by consecutive chunks.")
+
+    def size_for(self, embedder_provider: str) -> int:
+        return self.chunk_tokens or (1000 if embedder_provider == "openai" else 200)
 
     @model_validator(mode="after")
     def _overlap_smaller(self) -> ChunkingSettings:
-        if self.overlap_tokens >= self.chunk_tokens:
+        if self.overlap_tokens >= (self.chunk_tokens or 200):
             raise ValueError("overlap_tokens must be smaller than chunk_tokens")
         return self
 

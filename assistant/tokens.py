@@ -61,7 +61,9 @@ def install_offline_encodings() -> Path:
 def encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """A tiktoken encoding, loaded from the shipped files."""
     if name not in SHIPPED_ENCODINGS:
-        raise ValueError(f"encoding {name!r} is not shipped offline; use one of {SHIPPED_ENCODINGS}")
+        raise ValueError(
+            f"encoding {name!r} is not shipped offline; use one of {SHIPPED_ENCODINGS}"
+        )
     install_offline_encodings()
     return tiktoken.get_encoding(name)
 

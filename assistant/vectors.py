@@ -33,8 +33,9 @@ class ChromaVectors:
         self.embedder_name = embedder_name
 
     @classmethod
-    def open(cls, *, path: Path, url: str | None, collection: str, embedder_name: str,
-             dim: int) -> ChromaVectors:
+    def open(
+        cls, *, path: Path, url: str | None, collection: str, embedder_name: str, dim: int
+    ) -> ChromaVectors:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -59,8 +60,11 @@ class ChromaVectors:
             )
         except Exception as exc:  # chromadb raises many types; all mean the same to the user
             where = f"Chroma server at {url}" if url else f"store at {path}"
-            hint = ("is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?" if url
-                    else "is the folder writable and not in use by another version of Chroma?")
+            hint = (
+                "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
+                if url
+                else "is the folder writable and not in use by another version of Chroma?"
+            )
             raise StoreError(f"cannot open the {where}: {exc} ({hint})") from exc
         recorded = (coll.metadata or {}).get("embedder")
         if recorded and recorded != embedder_name:
@@ -74,11 +78,20 @@ class ChromaVectors:
     def count(self) -> int:
         return int(self._collection.count())
 
-    def upsert(self, ids: Sequence[str], vectors: np.ndarray, documents: Sequence[str],
-               metadatas: Sequence[dict[str, Any]]) -> None:
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        documents: Sequence[str],
+        metadatas: Sequence[dict[str, Any]],
+    ) -> None:
         if len(ids):
-            self._collection.upsert(ids=list(ids), embeddings=vectors, documents=list(documents),
-                                    metadatas=list(metadatas))
+            self._collection.upsert(
+                ids=list(ids),
+                embeddings=vectors,
+                documents=list(documents),
+                metadatas=list(metadatas),
+            )
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if len(ids):
@@ -100,13 +113,16 @@ class ChromaVectors:
                 return out
             offset += len(got)
 
-    def query(self, vector: np.ndarray, n: int,
-              where: dict[str, Any] | None = None) -> list[ChunkMatch]:
+    def query(
+        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
+    ) -> list[ChunkMatch]:
         total = self.count()
         if total == 0:
             return []
         result = self._collection.query(
-            query_embeddings=[vector], n_results=min(n, total), where=where or None,
+            query_embeddings=[vector],
+            n_results=min(n, total),
+            where=where or None,
             include=["distances", "metadatas"],
         )
         ids = result["ids"][0]

@@ -1,0 +1,169 @@
+"""The ``assistant`` command. Thin: it parses flags, calls ``Assistant``, prints.
+
+Every domain error becomes one line on stderr and a non-zero exit, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+from assistant import render
+from assistant.core import Assistant
+from assistant.errors import AssistantError
+from assistant.settings import load_settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+class _Group(click.Group):
+    """Turns user-facing errors into one line and an exit status, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AssistantError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            err_console.print("interrupted; run the same command again to finish (nothing is lost)")
+            sys.exit(130)
+
+
+def store_options(func: F) -> F:
+    func = click.option(
+        "--chroma-url",
+        default=None,
+        metavar="URL",
+        help="Use a Chroma server (`chroma run`) instead of the embedded store.",
+    )(func)
+    func = click.option(
+        "--store",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Store folder [default: ./vectorstore or ASSISTANT_STORE__PATH].",
+    )(func)
+    return func
+
+
+def make_assistant(
+    store: Path | None, chroma_url: str | None, **sections: dict[str, Any]
+) -> Assistant:
+    overrides: dict[str, Any] = {k: v for k, v in sections.items() if v}
+    store_cfg = {k: v for k, v in {"path": store, "chroma_url": chroma_url}.items() if v}
+    if store_cfg:
+        overrides["store"] = store_cfg
+    return Assistant(load_settings(**overrides))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="abstracts-assistant")
+def main() -> None:
+    """Ask questions about scientific paper abstracts; every claim cites its abstract."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Remove papers that are not in PATHS (the store then mirrors exactly PATHS).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@store_options
+def ingest(
+    paths: tuple[Path, ...], prune: bool, as_json: bool, store: Path | None, chroma_url: str | None
+) -> None:
+    """Index abstracts (.txt seed files, .jsonl, .csv, or folders); default: the shipped corpus.
+
+    Re-running is cheap: unchanged papers are skipped, and an interrupted run is completed.
+    """
+    with make_assistant(store, chroma_url) as assistant:
+        quiet = as_json or not err_console.is_terminal
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=quiet,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("embedding papers", total=None)
+            report = assistant.ingest(
+                list(paths) or None,
+                prune=prune,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        for problem in report.problems:
+            err_console.print(f"[bold red]error:[/] {problem}", highlight=False)
+        if as_json:
+            click.echo(json.dumps({**report.to_json(), "store": str(assistant.store_dir)}))
+        else:
+            render.ingest_summary(Console(), report, str(assistant.store_dir))
+    if not report.ok:
+        sys.exit(1)
+
+
+def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
+    filters = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise AssistantError(f"--filter {item!r} is not KEY=VALUE, e.g. --filter year=2025")
+        filters[key.strip()] = value.strip()
+    return filters
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Papers to return.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
+@store_options
+def search(
+    query: str,
+    k: int | None,
+    filters: tuple[str, ...],
+    as_json: bool,
+    store: Path | None,
+    chroma_url: str | None,
+) -> None:
+    """Find the papers most relevant to QUERY (hybrid dense + BM25)."""
+    with make_assistant(store, chroma_url) as assistant:
+        hits = assistant.search(query, k=k, filters=parse_filters(filters))
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {"query": query, "hits": [h.to_json() for h in hits]}, ensure_ascii=False
+                )
+            )
+        else:
+            render.hits_table(Console(), query, hits)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
+@store_options
+def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
+    """Where the store is and what it holds."""
+    with make_assistant(store, chroma_url) as assistant:
+        details = assistant.info()
+        if as_json:
+            click.echo(json.dumps(details))
+        else:
+            render.info_table(Console(), details)

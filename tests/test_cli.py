@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from assistant.cli import main
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_search_json_contract(shipped_store: Path):
+    code, out, _ = run(
+        "search",
+        "KV cache eviction for agentic LLM workflows",
+        "-k",
+        "5",
+        "--json",
+        "--store",
+        str(shipped_store),
+    )
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["query"] == "KV cache eviction for agentic LLM workflows"
+    assert len(payload["hits"]) == 5
+    first = payload["hits"][0]
+    assert set(first) == {"rank", "paper_id", "label", "source", "score", "text"}
+    assert first["rank"] == 1 and first["label"] == "KVFlow"
+    assert first["source"] == "004_cebd1b31328fe8e6.txt#2"
+    assert first["text"].startswith("Large language model (LLM) based agentic workflows")
+
+
+def test_search_human_output(shipped_store: Path):
+    code, out, _ = run(
+        "search", "segment anything robustness", "-k", "2", "--store", str(shipped_store)
+    )
+    assert code == 0 and "[1] GaRA-SAM" in out and "001_ef5b…" in out
+
+
+def test_info_json(shipped_store: Path):
+    code, out, _ = run("info", "--json", "--store", str(shipped_store))
+    info = json.loads(out)
+    assert code == 0
+    assert info["papers"] == 95 and info["chunks"] == info["vectors"] > 95
+    assert info["embedder"] == "minilm-l6-v2-int8@256"
+
+
+def test_ingest_reports_bad_files_and_exits_nonzero(tmp_path: Path, small_dir: Path):
+    (tmp_path / "latin.txt").write_bytes("Header\n\nCaf\xe9".encode("latin-1"))
+    store = tmp_path / "store"
+    code, out, err = run(
+        "ingest", str(small_dir), str(tmp_path / "latin.txt"), "--store", str(store), "--json"
+    )
+    assert code == 1
+    report = json.loads(out)
+    assert report["added"] == 5 and len(report["problems"]) == 1
+    assert "latin.txt: not valid UTF-8" in err and "iconv" in err
+    assert len(err.strip().splitlines()) == 1  # one line per problem, no traceback
+    code, out, _ = run("ingest", str(small_dir), "--store", str(store))
+    assert code == 0 and "5 unchanged" in out
+
+
+def test_user_errors_are_one_line(tmp_path: Path):
+    code, _, err = run("search", "  ", "--store", str(tmp_path / "s"))
+    assert code == 1 and err.startswith("error: the question is empty")
+    code, _, err = run("search", "x", "--filter", "year", "--store", str(tmp_path / "s"))
+    assert code == 1 and "KEY=VALUE" in err
+
+
+def test_bad_setting_names_the_variable(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("ASSISTANT_RETRIEVAL__K", "0")
+    code, _, err = run("info", "--store", str(tmp_path / "s"))
+    assert code == 1 and "ASSISTANT_RETRIEVAL__K" in err

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant.corpus import load_corpus, load_file
+from assistant.errors import InputFileError
+from assistant.labels import derive_label
+from assistant.text import content_key, normalize_text
+from tests.conftest import CORPUS, write_seed
+
+
+def test_shipped_corpus_is_95_papers_with_positions(corpus_papers):
+    assert len(corpus_papers) == 95
+    sources = {p.source for p in corpus_papers}
+    assert "001_ef5bc1b701034fae.txt#3" in sources
+    assert all(p.abstract and p.label and len(p.paper_id) == 16 for p in corpus_papers)
+    # The header line is not an abstract.
+    assert not any(p.abstract.startswith("NeurIPS 2025 Papers") for p in corpus_papers)
+
+
+@pytest.mark.parametrize("name", ["KVFlow", "GaRA-SAM", "CleverBirds", "LeMiCa", "THG", "STARFlow"])
+def test_labels_name_the_contribution(corpus_papers, name):
+    assert name in {p.label for p in corpus_papers}
+
+
+def test_label_falls_back_to_first_words():
+    label = derive_label(
+        "we study the convergence of gradient descent on two layer networks "
+        "with small initialisation and show it is slow"
+    )
+    assert label.startswith("we study the convergence") and label.endswith("…")
+
+
+def test_normalisation_fixes_typography_and_keeps_math():
+    raw = (
+        "KVFlow avoids swap- ping and handles model- and data-parallel \u201cagents\u201d "
+        "with $O(n^2)$ cost\u00a0and 3.5\u00d7 speed-up,\n  in 12.1% time."
+    )
+    assert normalize_text(raw) == (
+        'KVFlow avoids swapping and handles model- and data-parallel "agents" '
+        "with $O(n^2)$ cost and 3.5\u00d7 speed-up, in 12.1% time."
+    )
+    assert normalize_text(normalize_text(raw)) == normalize_text(raw)
+
+
+def test_ids_are_stable_across_spacing_and_case():
+    assert content_key("A  study of\nthings.") == content_key("a study of things.")
+    assert content_key("A study of things.") != content_key("A study of other things.")
+
+
+def test_jsonl_with_ids_titles_and_metadata(tmp_path: Path):
+    path = tmp_path / "mine.jsonl"
+    rows = [
+        {
+            "id": "arXiv:2501.00001",
+            "title": "Fast Things",
+            "authors": ["A. B", "C. D"],
+            "year": 2025,
+            "url": "https://x",
+            "venue": "NeurIPS",
+            "abstract": "We make things fast.",
+        },
+        {"title": "Slow Things", "authors": "E. F; G. H", "abstract": "We make things slow."},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    papers, problems = load_file(path)
+    assert not problems
+    assert papers[0].paper_id == "arXiv:2501.00001"
+    assert papers[0].label == "Fast Things" and papers[0].year == 2025
+    assert papers[0].source == "mine.jsonl#1" and papers[0].authors == ("A. B", "C. D")
+    assert papers[1].paper_id == content_key("We make things slow.")
+    assert papers[1].authors == ("E. F", "G. H")
+    assert papers[1].text_for_index.startswith("Slow Things. ")
+
+
+def test_csv_columns_are_case_insensitive(tmp_path: Path):
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        'Title,Abstract,Year\n"T1","An abstract, with a comma.",2024\n', encoding="utf-8"
+    )
+    (paper,), problems = load_file(path)
+    assert paper.abstract == "An abstract, with a comma." and paper.year == 2024 and not problems
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.txt", b"", "empty"),
+        ("blank.jsonl", b"\n  \n", "empty"),
+        ("binary.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", "binary"),
+        ("latin1.txt", "Header\n\nCaf\u00e9 abstract.".encode("latin-1"), "UTF-8"),
+        ("cols.csv", b"title,summary\nA,B\n", "no 'abstract' column"),
+        ("x.pdf", b"%PDF-1.4", "unknown file type"),
+        ("header_only.txt", b"Just a header\n", "no abstracts found"),
+    ],
+)
+def test_bad_files_give_actionable_errors(tmp_path: Path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InputFileError) as err:
+        load_file(path)
+    assert message in str(err.value) and name in str(err.value)
+
+
+def test_bad_rows_are_skipped_and_reported(tmp_path: Path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        '{"abstract": "Good one."}\nnot json\n{"title": "no abstract"}\n[1]\n'
+        '{"abstract": "Bad year.", "year": "soon"}\n',
+        encoding="utf-8",
+    )
+    papers, problems = load_file(path)
+    assert [p.abstract for p in papers] == ["Good one."]
+    text = " | ".join(str(p) for p in problems)
+    assert "line 2 is not valid JSON" in text and "rows.jsonl#3: empty 'abstract'" in text
+    assert "line 4 is not a JSON object" in text and "'year' is not a number" in text
+
+
+def test_utf16_and_bom_are_read(tmp_path: Path):
+    (tmp_path / "u16.txt").write_bytes("Header\n\nAn abstract.".encode("utf-16"))
+    (tmp_path / "bom.txt").write_bytes("\ufeffHeader\n\nAnother abstract.".encode())
+    result = load_corpus([tmp_path])
+    assert sorted(p.abstract for p in result.papers) == ["An abstract.", "Another abstract."]
+
+
+def test_load_corpus_dedupes_and_keeps_going(tmp_path: Path):
+    write_seed(tmp_path / "a.txt", ["Same abstract.", "Other abstract."])
+    write_seed(tmp_path / "b.txt", ["same   abstract."])
+    (tmp_path / "c.csv").write_text("x\n1\n", encoding="utf-8")
+    result = load_corpus([tmp_path, tmp_path / "missing.jsonl"])
+    assert len(result.papers) == 2 and result.duplicates == 1
+    assert {Path(p.path).name for p in result.problems} == {"c.csv", "missing.jsonl"}
+
+
+def test_shipped_corpus_is_an_unchanged_copy():
+    shared = CORPUS.parents[2] / "shared" / "seeds"
+    if not shared.exists():
+        pytest.skip("../shared/seeds not present")
+    for seed in shared.glob("*.txt"):
+        assert (CORPUS / seed.name).read_bytes() == seed.read_bytes()

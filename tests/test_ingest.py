@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant import Assistant, load_settings
+from assistant.embeddings import Embedder
+from assistant.errors import EmbedderMismatchError
+from tests.conftest import write_seed
+
+
+def _consistent(a: Assistant) -> None:
+    """Catalog and vectors agree exactly: every ready chunk has one vector, and no extras."""
+    counts = a.catalog.counts()
+    ids = a.vectors.ids()
+    assert len(ids) == len(set(ids)) == counts["chunks"]
+    assert counts["unfinished"] == 0
+    assert {i.split(":")[0] for i in ids} == {p.paper_id for p in a.catalog.iter_ready()}
+
+
+def test_reingest_is_idempotent(fresh: Assistant, small_dir: Path):
+    first = fresh.ingest([small_dir])
+    assert (first.added, first.unchanged, first.files) == (5, 0, 2)
+    again = fresh.ingest([small_dir])
+    assert (again.added, again.updated, again.unchanged, again.chunks_written) == (0, 0, 5, 0)
+    _consistent(fresh)
+    assert fresh.info()["papers"] == 5
+
+
+def test_changed_paper_is_rewritten_without_stale_chunks(
+    fresh: Assistant, small_dir: Path, corpus_papers
+):
+    fresh.ingest([small_dir])
+    # Replace a.txt: the first paper's text changes (new id), the 2nd moves position.
+    write_seed(
+        small_dir / "a.txt",
+        ["A brand new and short abstract about sparse attention.", corpus_papers[2].abstract],
+    )
+    report = fresh.ingest([small_dir], prune=True)
+    assert report.added == 1 and report.updated == 1 and report.removed == 2
+    _consistent(fresh)
+    assert fresh.search("sparse attention brand new", k=1)[0].source == "a.txt#1"
+
+
+def test_prune_only_when_asked(fresh: Assistant, small_dir: Path):
+    fresh.ingest([small_dir])
+    kept = fresh.ingest([small_dir / "a.txt"])
+    assert kept.removed == 0 and fresh.info()["papers"] == 5
+    pruned = fresh.ingest([small_dir / "a.txt"], prune=True)
+    assert pruned.removed == 2 and fresh.info()["papers"] == 3
+    _consistent(fresh)
+    assert all(h.source.startswith("a.txt") for h in fresh.search("learning", k=5))
+
+
+def test_bad_input_does_not_stop_the_batch(fresh: Assistant, small_dir: Path, tmp_path: Path):
+    (tmp_path / "bad.txt").write_bytes(b"\x00\x01binary")
+    report = fresh.ingest([small_dir, tmp_path / "bad.txt", tmp_path / "nope.csv"])
+    assert report.added == 5 and not report.ok and len(report.problems) == 2
+    _consistent(fresh)
+
+
+class _Crashing(Embedder):
+    """The real embedder, but the process 'dies' on the n-th call."""
+
+    def __init__(self, inner: Embedder, die_on_call: int):
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.calls, self.die_on_call = 0, die_on_call
+
+    def embed(self, texts):
+        self.calls += 1
+        if self.calls == self.die_on_call:
+            raise KeyboardInterrupt
+        return self.inner.embed(texts)
+
+
+def test_interrupted_ingest_is_completed_by_the_next_run(tmp_path: Path, small_dir: Path, embedder):
+    settings = load_settings(store={"path": tmp_path / "s"}, embedding={"papers_per_write": 2})
+    with Assistant(settings, embedder=_Crashing(embedder, die_on_call=2)) as crashing:
+        with pytest.raises(KeyboardInterrupt):
+            crashing.ingest([small_dir])
+        counts = crashing.catalog.counts()
+        assert counts["papers"] == 2 and counts["unfinished"] == 2  # batch 2 half-written
+        # Search never shows half-written papers.
+        assert len(crashing.search("learning", k=10)) == 2
+    with Assistant(settings, embedder=embedder) as resumed:
+        report = resumed.ingest([small_dir])
+        assert report.recovered == 2 and report.unchanged == 2 and report.added == 3
+        _consistent(resumed)
+        assert resumed.info()["papers"] == 5
+
+
+def test_store_refuses_a_different_embedder(fresh: Assistant, small_dir: Path, tmp_path: Path):
+    fresh.ingest([small_dir / "b.txt"])
+
+    class Other(Embedder):
+        name, dim = "other-model", 384
+
+        def embed(self, texts):
+            return np.zeros((len(texts), 384), dtype=np.float32)
+
+    with Assistant(fresh.settings, embedder=Other()) as other:
+        with pytest.raises(EmbedderMismatchError, match="minilm-l6-v2-int8@256"):
+            other.search("anything")
+
+
+def test_bm25_index_is_rebuilt_when_stale(fresh: Assistant, small_dir: Path):
+    fresh.ingest([small_dir])
+    # Another process bumps the catalog (as after a crash before the BM25 rebuild).
+    fresh.catalog.bump_generation()
+    hits = fresh.search("learning", k=3)
+    assert hits and fresh.lexical.generation == fresh.catalog.generation
