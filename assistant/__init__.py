@@ -1,5 +1,6 @@
 """Question answering over scientific paper abstracts, with citations, offline by default."""
 
+from assistant.answer import CANNOT_ANSWER, Answer, Citation
 from assistant.core import Assistant
 from assistant.corpus import Paper
 from assistant.errors import AssistantError
@@ -8,6 +9,9 @@ from assistant.retrieval import Hit
 from assistant.settings import Settings, load_settings
 
 __all__ = [
+    "CANNOT_ANSWER",
+    "Answer",
+    "Citation",
     "Assistant",
     "AssistantError",
     "Hit",

@@ -14,8 +14,10 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.text import Text
 
 from assistant import render
+from assistant.answer import Answer
 from assistant.core import Assistant
 from assistant.errors import AssistantError
 from assistant.settings import load_settings
@@ -167,3 +169,91 @@ def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
             click.echo(json.dumps(details))
         else:
             render.info_table(Console(), details)
+
+
+def llm_options(func: F) -> F:
+    func = click.option(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 (sets OPENAI_BASE_URL).",
+    )(func)
+    func = click.option("--model", default=None, help="Chat model name.")(func)
+    func = click.option(
+        "--provider",
+        type=click.Choice(["auto", "extractive", "openai"]),
+        default=None,
+        help="Who writes the answer [default: auto].",
+    )(func)
+    return func
+
+
+def llm_overrides(provider: str | None, model: str | None, base_url: str | None) -> dict[str, Any]:
+    llm = {k: v for k, v in {"provider": provider, "model": model}.items() if v}
+    overrides: dict[str, Any] = {"llm": llm} if llm else {}
+    if base_url:
+        overrides["openai_base_url"] = base_url
+    return overrides
+
+
+@main.command()
+@click.argument("question")
+@click.option("-k", "k", type=click.IntRange(1, 50), default=None, help="Papers to retrieve.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
+@click.option("--no-stream", is_flag=True, help="Print the answer only when it is complete.")
+@llm_options
+@store_options
+def ask(
+    question: str,
+    k: int | None,
+    filters: tuple[str, ...],
+    as_json: bool,
+    no_stream: bool,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    store: Path | None,
+    chroma_url: str | None,
+) -> None:
+    """Answer QUESTION from the abstracts, citing each claim like [1]."""
+    overrides = llm_overrides(provider, model, base_url)
+    with make_assistant(store, chroma_url, **overrides) as assistant:
+        if as_json:
+            result = assistant.ask(question, k=k, filters=parse_filters(filters))
+            click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+            return
+        console = Console(highlight=False)
+        streamed = False
+        answer: Answer | None = None
+        for piece in assistant.stream(question, k=k, filters=parse_filters(filters)):
+            if isinstance(piece, Answer):
+                answer = piece
+            elif not no_stream:
+                console.print(render.highlight_citations(piece), end="", soft_wrap=True)
+                streamed = True
+        assert answer is not None
+        print_answer(console, answer, streamed)
+
+
+def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
+    """After streaming, the checked text replaces nothing; only refusals and repairs reprint."""
+    if (
+        streamed
+        and not answer.refused
+        and not any(w.startswith("removed citation") for w in answer.warnings)
+    ):
+        console.print()
+    else:
+        if streamed:
+            console.print()
+            console.print(Text("checked answer:", style="bold"))
+        console.print(render.highlight_citations(answer.text), soft_wrap=True)
+    console.print()
+    render.answer_footer(console, answer)

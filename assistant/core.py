@@ -6,19 +6,24 @@ settings are passed in (or built from settings); nothing is reached through glob
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assistant.answer import Answer
 from assistant.catalog import Catalog
+from assistant.chain import AnswerChain, Request
 from assistant.chunking import Chunker
-from assistant.corpus import load_corpus
+from assistant.corpus import LoadResult, Paper, load_corpus
 from assistant.embeddings import Embedder, make_embedder
 from assistant.errors import AssistantError
 from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
+from assistant.llm.base import Provider
+from assistant.llm.factory import make_provider
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, load_settings
+from assistant.tokens import count_tokens
 from assistant.vectors import ChromaVectors
 
 MAX_QUERY_CHARS = 20_000
@@ -38,6 +43,7 @@ class Assistant:
         *,
         store: str | Path | None = None,
         embedder: Embedder | None = None,
+        provider: Provider | None = None,
     ):
         self.settings = settings or load_settings()
         if store is not None:
@@ -49,6 +55,7 @@ class Assistant:
         self._catalog: Catalog | None = None
         self._vectors: ChromaVectors | None = None
         self._lexical: LexicalIndex | None = None
+        self._provider: Provider | None = provider
 
     # -- wiring (lazy, so `assistant --help` never opens a database) ------------------------
     @property
@@ -114,6 +121,24 @@ class Assistant:
         loaded = load_corpus(chosen)
         return self._ingestor().run(loaded, prune=prune, progress=progress)
 
+    def ingest_papers(
+        self,
+        papers: Iterable[Paper],
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Index papers built in Python (see ``assistant.corpus.make_paper``)."""
+        loaded = LoadResult()
+        seen: set[str] = set()
+        for paper in papers:
+            if paper.paper_id in seen:
+                loaded.duplicates += 1
+                continue
+            seen.add(paper.paper_id)
+            loaded.papers.append(paper)
+        return self._ingestor().run(loaded, prune=prune, progress=progress)
+
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
     ) -> list[Hit]:
@@ -123,6 +148,33 @@ class Assistant:
             return self.retriever().search(query, k, filters)
         except ValueError as exc:
             raise AssistantError(str(exc)) from exc
+
+    # -- answers ----------------------------------------------------------------------------
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = make_provider(self.settings, self.embedder)
+        return self._provider
+
+    def chain(self) -> AnswerChain:
+        return AnswerChain(self.search, self.provider, self.settings.llm, count_tokens)
+
+    def ask(
+        self, question: str, k: int | None = None, filters: Mapping[str, Any] | None = None
+    ) -> Answer:
+        """A short answer in which every sentence cites the abstract it comes from."""
+        return self.chain().invoke(Request(check_query(question), k, filters))
+
+    def stream(
+        self,
+        question: str,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        search_query: str | None = None,
+    ) -> Iterator[str | Answer]:
+        """Yield the answer text as it arrives, then the checked ``Answer``."""
+        request = Request(check_query(question), k, filters, search_query)
+        return self.chain().stream(request)
 
     def info(self) -> dict[str, Any]:
         counts = self.catalog.counts()
@@ -135,6 +187,8 @@ class Assistant:
             "unfinished": counts["unfinished"],
             "vectors": self.vectors.count(),
             "embedder": self.embedder.name,
+            "provider": self.provider.name,
+            "model": self.provider.model,
             "chunker": self._chunker().name,
         }
 

@@ -19,6 +19,15 @@ import numpy as np
 import Stemmer
 
 _POINTER = "current.json"
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def analyze(texts: list[str]) -> list[list[str]]:
+    """Lower-cased, stop-word-free, stemmed terms: what BM25 matches on."""
+    tokens = bm25s.tokenize(
+        texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False
+    )
+    return [list(t) for t in tokens]
 
 
 class LexicalIndex:
@@ -26,17 +35,10 @@ class LexicalIndex:
         self.folder = folder
         self.k1 = k1
         self.b = b
-        self._stemmer = Stemmer.Stemmer("english")
         self._retriever: bm25s.BM25 | None = None
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
         self.generation: int | None = None
-
-    def tokenize(self, texts: list[str]) -> list[list[str]]:
-        tokens = bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
-        )
-        return [list(t) for t in tokens]
 
     def build(self, docs: Iterable[tuple[str, str]], generation: int) -> None:
         """Index (paper_id, text) pairs and persist them as ``generation``."""
@@ -46,7 +48,7 @@ class LexicalIndex:
             texts.append(text)
         retriever = bm25s.BM25(k1=self.k1, b=self.b)
         if texts:
-            retriever.index(self.tokenize(texts), show_progress=False)
+            retriever.index(analyze(texts), show_progress=False)
         target = self.folder / f"g{generation}"
         if target.exists():
             shutil.rmtree(target)
@@ -90,7 +92,7 @@ class LexicalIndex:
         """Best papers for the query, (paper_id, score), score > 0 only."""
         if self._retriever is None or not self._ids:
             return []
-        tokens = self.tokenize([query])
+        tokens = analyze([query])
         if not tokens or not tokens[0]:
             return []
         mask = None

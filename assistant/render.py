@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from assistant.answer import Answer
 from assistant.ingest import IngestReport
 from assistant.retrieval import Hit
 
@@ -65,3 +67,44 @@ def info_table(console: Console, info: dict[str, Any]) -> None:
     for key, value in info.items():
         table.add_row(key, str(value))
     console.print(table)
+
+
+_MARK = re.compile(r"\[\d+\]")
+
+
+def highlight_citations(text: str) -> Text:
+    out = Text(text)
+    out.highlight_regex(_MARK, "bold cyan")
+    return out
+
+
+def sources_line(answer: Answer) -> Text:
+    if not answer.citations:
+        return Text("")
+    parts = [f"[{c.n}] {c.label} ({short_source(c.source)})" for c in answer.citations]
+    line = Text("Sources: ", style="bold")
+    line.append(" · ".join(parts))
+    line.highlight_regex(_MARK, "bold cyan")
+    return line
+
+
+def answer_footer(console: Console, answer: Answer) -> None:
+    """Everything after the answer text: sources, warnings, the provider's notice, usage."""
+    line = sources_line(answer)
+    if line:
+        console.print(line, soft_wrap=True)
+    for warning in answer.warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+    if answer.notice:
+        console.print(Text(answer.notice, style="dim"), soft_wrap=True)
+    usage = answer.usage
+    cost = f", ~${usage.cost_usd:.5f}" if usage.cost_usd else ""
+    tokens = (
+        f", {usage.prompt_tokens}+{usage.completion_tokens} tokens" if usage.prompt_tokens else ""
+    )
+    console.print(
+        Text(
+            f"{answer.provider}/{answer.model}, {answer.latency_ms / 1000:.1f} s{tokens}{cost}",
+            style="dim",
+        )
+    )

@@ -13,7 +13,7 @@ from typing import Any
 from assistant.catalog import Catalog
 from assistant.corpus import Paper
 from assistant.embeddings import Embedder
-from assistant.lexical import LexicalIndex
+from assistant.lexical import LexicalIndex, analyze
 from assistant.settings import RetrievalSettings
 from assistant.vectors import ChromaVectors
 
@@ -30,6 +30,7 @@ class Hit:
     chunk: str  # the passage that matched best
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    similarity: float | None = None  # cosine of the best chunk, when the dense side found it
 
     @property
     def paper_id(self) -> str:
@@ -148,6 +149,7 @@ class HybridRetriever:
         top_ids = [pid for pid, _ in fused[: k * 2]]
         papers = self.catalog.papers(top_ids)
         best_chunk = {pid: chunk_id for pid, chunk_id, _ in dense}
+        similarity = {pid: sim for pid, _, sim in dense}
         chunk_text = self.catalog.chunk_texts([best_chunk[p] for p in top_ids if p in best_chunk])
         dense_rank = {d[0]: i for i, d in enumerate(dense, start=1)}
         lexical_rank = {p: i for i, (p, _) in enumerate(lexical, start=1)}
@@ -166,6 +168,7 @@ class HybridRetriever:
                     chunk=chunk,
                     dense_rank=dense_rank.get(pid),
                     lexical_rank=lexical_rank.get(pid),
+                    similarity=similarity.get(pid),
                 )
             )
             if len(hits) == k:
@@ -176,6 +179,6 @@ class HybridRetriever:
         chunks = self.catalog.chunks_of(paper_id)
         if len(chunks) <= 1:
             return chunks[0] if chunks else ""
-        terms = set(self.lexical.tokenize([query])[0])
-        overlaps = [len(terms & set(self.lexical.tokenize([c])[0])) for c in chunks]
+        terms = set(analyze([query])[0])
+        overlaps = [len(terms & set(analyze([c])[0])) for c in chunks]
         return chunks[overlaps.index(max(overlaps))]

@@ -99,6 +99,38 @@ class RetrievalSettings(_Section):
         return self
 
 
+class LLMSettings(_Section):
+    provider: Literal["auto", "extractive", "openai"] = Field(
+        "auto",
+        description="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else "
+        "extractive. extractive: no LLM, quotes the best sentences. openai: ChatOpenAI, also "
+        "for any OpenAI-compatible server via OPENAI_BASE_URL.",
+    )
+    model: str = Field("gpt-4.1-mini", description="Chat model name for provider=openai.")
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(700, ge=16, le=16000, description="Longest answer, in tokens.")
+    timeout: float = Field(60.0, gt=0, description="Seconds to wait for one model call.")
+    max_retries: int = Field(
+        2, ge=0, le=10, description="Retries (with backoff) on timeouts, 429 and 5xx."
+    )
+    context_tokens: int = Field(
+        3500, ge=200, le=120_000, description="Token budget for the numbered sources."
+    )
+    max_question_tokens: int = Field(
+        1000, ge=10, le=20_000, description="Longest question accepted, in tokens."
+    )
+    min_similarity: float = Field(
+        0.25,
+        ge=-1,
+        le=1,
+        description="Refuse when no retrieved passage is at least this similar (cosine) to "
+        "the question: the abstracts are about something else.",
+    )
+    extractive_sentences: int = Field(
+        5, ge=1, le=20, description="Sentences quoted by the extractive answerer."
+    )
+
+
 class Settings(BaseSettings):
     """The assistant's configuration."""
 
@@ -115,6 +147,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     openai_api_key: str | None = Field(
         None,
         validation_alias=AliasChoices("OPENAI_API_KEY", "ASSISTANT_OPENAI_API_KEY"),

@@ -78,3 +78,33 @@ def fingerprint(*parts: str) -> str:
         digest.update(part.encode("utf-8"))
         digest.update(b"\x1f")
     return digest.hexdigest()[:20]
+
+
+_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9$\\])")
+_ABBREVIATIONS = (
+    "e.g.",
+    "i.e.",
+    "et al.",
+    "etc.",
+    "vs.",
+    "cf.",
+    "Fig.",
+    "Eq.",
+    "Sec.",
+    "approx.",
+    "resp.",
+    "w.r.t.",
+    "No.",
+)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of an abstract or an answer; abbreviations such as 'e.g.' do not end one."""
+    pieces = [p.strip() for p in _SENTENCE_BREAK.split(text.strip()) if p.strip()]
+    sentences: list[str] = []
+    for piece in pieces:
+        if sentences and sentences[-1].endswith(_ABBREVIATIONS):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    return sentences

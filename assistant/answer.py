@@ -1,0 +1,83 @@
+"""What `ask` returns: a checked, cited answer with its sources, usage and timing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.retrieval import Hit
+
+# The one phrase for "the abstracts do not answer this". Prompts and tests use this constant.
+CANNOT_ANSWER = "The abstracts I have do not answer this question."
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int  # the [n] used in the answer text
+    paper_id: str
+    label: str
+    source: str
+    text: str  # the full abstract that supports the sentence
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "paper_id": self.paper_id,
+            "label": self.label,
+            "source": self.source,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    estimated: bool = True  # True when counted with tiktoken, False when the provider reported
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass
+class Answer:
+    question: str
+    text: str
+    refused: bool
+    citations: list[Citation]
+    retrieved: list[Hit]
+    provider: str
+    model: str
+    warnings: list[str] = field(default_factory=list)
+    uncited_sentences: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    notice: str | None = None  # e.g. how to switch on an LLM; shown, not part of the answer
+    search_query: str | None = None  # the standalone query searched, when it differs
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "refused": self.refused,
+            "citations": [c.to_json() for c in self.citations],
+            "retrieved": [
+                {
+                    "paper_id": h.paper_id,
+                    "label": h.label,
+                    "source": h.source,
+                    "score": round(h.score, 6),
+                }
+                for h in self.retrieved
+            ],
+            "warnings": list(self.warnings),
+            "usage": self.usage.to_json(),
+            "latency_ms": round(self.latency_ms, 1),
+            "provider": self.provider,
+            "model": self.model,
+        }

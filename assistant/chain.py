@@ -1,0 +1,185 @@
+"""The answer chain: question -> papers -> numbered sources -> provider -> checked ``Answer``.
+
+Composed with LangChain's runnables (``as_runnable``); ``stream`` walks the same steps and yields
+the provider's text as it arrives, then the checked ``Answer``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableLambda
+
+from assistant.answer import CANNOT_ANSWER, Answer, Usage
+from assistant.citations import check_citations
+from assistant.context import Context, build_context
+from assistant.errors import AssistantError
+from assistant.llm.base import Provider
+from assistant.llm.pricing import estimate_cost
+from assistant.prompts import render
+from assistant.render import short_source
+from assistant.retrieval import Hit
+from assistant.settings import LLMSettings
+
+Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
+
+
+@dataclass(frozen=True)
+class Request:
+    question: str
+    k: int | None = None
+    filters: Mapping[str, Any] | None = None
+    search_query: str | None = None  # what to search for, when not the question itself
+
+
+def nearest_papers(hits: list[Hit], n: int = 3) -> str:
+    if not hits:
+        return " No abstracts are indexed that come close; try `assistant ingest`."
+    names = "; ".join(f"{h.label} ({short_source(h.source)})" for h in hits[:n])
+    return f" Nearest abstracts found: {names}."
+
+
+def is_refusal(text: str) -> bool:
+    return CANNOT_ANSWER.lower().rstrip(".") in " ".join(text.lower().split())
+
+
+class AnswerChain:
+    def __init__(
+        self,
+        search: Search,
+        provider: Provider,
+        settings: LLMSettings,
+        count_tokens: Callable[[str], int],
+    ):
+        self.search = search
+        self.provider = provider
+        self.settings = settings
+        self.count = count_tokens
+
+    # -- steps ------------------------------------------------------------------------------
+    def retrieve(self, request: Request) -> tuple[list[Hit], Context | None]:
+        """Papers for the question, and the sources block; None when nothing is relevant."""
+        if self.count(request.question) > self.settings.max_question_tokens:
+            raise AssistantError(
+                f"the question is longer than {self.settings.max_question_tokens} tokens; "
+                "shorten it (or raise ASSISTANT_LLM__MAX_QUESTION_TOKENS)"
+            )
+        hits = self.search(request.search_query or request.question, request.k, request.filters)
+        best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
+        if best < self.settings.min_similarity:
+            return hits, None
+        context = build_context(request.question, hits, self.settings.context_tokens, self.count)
+        return hits, context if context.sources else None
+
+    def _estimate_usage(self, context: Context, text: str) -> Usage:
+        if self.provider.name == "extractive":
+            return Usage(estimated=False, cost_usd=0.0)
+        prompt = render("answer_user", question=context.question, sources=context.block)
+        system = render("answer_system", cannot_answer=CANNOT_ANSWER)
+        return Usage(
+            prompt_tokens=self.count(system) + self.count(prompt) + 8,
+            completion_tokens=self.count(text),
+            estimated=True,
+        )
+
+    def finish(
+        self,
+        request: Request,
+        hits: list[Hit],
+        context: Context | None,
+        text: str,
+        usage: Usage | None,
+        started: float,
+    ) -> Answer:
+        answer = Answer(
+            question=request.question,
+            text="",
+            refused=True,
+            citations=[],
+            retrieved=hits,
+            provider=self.provider.name,
+            model=self.provider.model,
+            notice=self.provider.notice,
+            search_query=request.search_query,
+        )
+        if context is None:
+            answer.text = CANNOT_ANSWER + nearest_papers(hits)
+            answer.warnings.append("no retrieved abstract is close enough to the question")
+        else:
+            checked = check_citations(text, context.sources)
+            answer.warnings.extend(checked.warnings)
+            answer.uncited_sentences = checked.uncited
+            if not text.strip():
+                answer.text = CANNOT_ANSWER + nearest_papers(hits)
+                answer.warnings.append("the model returned an empty answer")
+            elif is_refusal(checked.text) and not checked.citations:
+                answer.text = CANNOT_ANSWER + nearest_papers(hits)
+            elif not checked.citations:
+                answer.text = CANNOT_ANSWER + nearest_papers(hits)
+                answer.warnings.append(
+                    "the model's answer cited no source, so it is not shown: "
+                    + " ".join(checked.text.split())[:300]
+                )
+            else:
+                answer.text, answer.citations, answer.refused = (
+                    checked.text,
+                    checked.citations,
+                    False,
+                )
+            if context.dropped:
+                answer.warnings.append(
+                    f"{context.dropped} retrieved paper(s) did not fit the "
+                    "context budget (ASSISTANT_LLM__CONTEXT_TOKENS)"
+                )
+            usage = usage or self._estimate_usage(context, text)
+        answer.usage = usage or Usage(estimated=False, cost_usd=0.0)
+        if answer.usage.cost_usd is None:
+            answer.usage.cost_usd = estimate_cost(
+                self.provider.model, answer.usage.prompt_tokens, answer.usage.completion_tokens
+            )
+        answer.latency_ms = (time.perf_counter() - started) * 1000
+        return answer
+
+    # -- entry points -----------------------------------------------------------------------
+    def _generate(
+        self, request: Request, hits: list[Hit], context: Context | None, started: float
+    ) -> Iterator[str | Answer]:
+        pieces: list[str] = []
+        usage: Usage | None = None
+        if context is not None:
+            for piece in self.provider.stream(context):
+                if isinstance(piece, Usage):
+                    usage = piece
+                else:
+                    pieces.append(piece)
+                    yield piece
+        yield self.finish(request, hits, context, "".join(pieces), usage, started)
+
+    def stream(self, request: Request) -> Iterator[str | Answer]:
+        """Text pieces as the provider produces them, then the checked Answer."""
+        started = time.perf_counter()
+        hits, context = self.retrieve(request)
+        yield from self._generate(request, hits, context, started)
+
+    def invoke(self, request: Request) -> Answer:
+        return self.as_runnable().invoke(request)
+
+    def as_runnable(self) -> Runnable[Request, Answer]:
+        """The pipeline as LangChain runnables: retrieve | generate-and-check."""
+
+        def retrieve(request: Request) -> dict[str, Any]:
+            started = time.perf_counter()
+            hits, context = self.retrieve(request)
+            return {"request": request, "hits": hits, "context": context, "started": started}
+
+        def generate(state: dict[str, Any]) -> Answer:
+            *_, answer = self._generate(
+                state["request"], state["hits"], state["context"], state["started"]
+            )
+            assert isinstance(answer, Answer)
+            return answer
+
+        return RunnableLambda(retrieve) | RunnableLambda(generate)

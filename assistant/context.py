@@ -1,0 +1,68 @@
+"""The numbered sources block given to the model, within a token budget.
+
+Each retrieved paper becomes ``<source n="1" ...>abstract</source>``. Abstracts are untrusted
+data: anything in them that looks like our own delimiters is defused, so an abstract cannot close
+its block and speak as the system.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from assistant.retrieval import Hit
+
+_DELIMITER = re.compile(r"<\s*/?\s*(source|question|system|user|assistant)\b", re.IGNORECASE)
+
+
+def defuse(text: str) -> str:
+    """Make tag-like text inert: '</source>' -> '‹/source>'."""
+    return _DELIMITER.sub(lambda m: "‹" + m.group(0)[1:], text)
+
+
+def _attr(value: str) -> str:
+    return defuse(value).replace('"', "'")
+
+
+@dataclass(frozen=True)
+class Context:
+    question: str
+    sources: list[Hit]  # sources[i] is [i + 1] in the prompt
+    block: str
+    tokens: int
+    dropped: int = 0  # retrieved papers left out for the budget
+
+
+def render_source(n: int, hit: Hit, body: str) -> str:
+    return (
+        f'<source n="{n}" label="{_attr(hit.label)}" ref="{_attr(hit.source)}">\n'
+        f"{defuse(body)}\n</source>"
+    )
+
+
+def build_context(
+    question: str, hits: Sequence[Hit], budget_tokens: int, count: Callable[[str], int]
+) -> Context:
+    """Number the hits in rank order; a full abstract that does not fit gives way to its best
+    passage, and what does not fit at all is left out (counted in ``dropped``)."""
+    entries: list[str] = []
+    sources: list[Hit] = []
+    used = 0
+    for hit in hits:
+        n = len(sources) + 1
+        for body in (hit.text, hit.chunk):
+            entry = render_source(n, hit, body)
+            cost = count(entry) + 1
+            if used + cost <= budget_tokens:
+                entries.append(entry)
+                sources.append(hit)
+                used += cost
+                break
+    return Context(
+        question=question,
+        sources=sources,
+        block="\n".join(entries),
+        tokens=used,
+        dropped=len(hits) - len(sources),
+    )

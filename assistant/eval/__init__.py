@@ -1,0 +1,1 @@
+"""Evaluation: metrics, judges and the harness behind `assistant eval`."""

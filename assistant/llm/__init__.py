@@ -1,0 +1,1 @@
+"""Answer generators ("providers") behind one small interface; see ``base.Provider``."""

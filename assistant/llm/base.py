@@ -1,0 +1,21 @@
+"""The provider seam: given a question and numbered sources, stream the answer's text."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+from assistant.answer import Usage
+from assistant.context import Context
+
+Piece = str | Usage  # text deltas, then (optionally) one Usage at the end
+
+
+class Provider(ABC):
+    name: str
+    model: str
+    notice: str | None = None  # a one-line note shown with every answer
+
+    @abstractmethod
+    def stream(self, context: Context) -> Iterator[Piece]:
+        """Yield the answer text as it is produced; a final ``Usage`` when known."""

@@ -1,0 +1,123 @@
+"""The offline default: no LLM. It answers by quoting the abstract sentences that best answer
+the question, each cited, so every claim is faithful by construction.
+
+Sentence score = cosine(question, sentence) with MiniLM + 0.25 x the share of the question's
+terms the sentence contains + a small bonus for better-ranked papers. Sentences are picked
+greedily with a redundancy penalty (maximal marginal relevance), at most two per paper, then
+printed paper by paper in source order and, within a paper, in the abstract's own order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from assistant.answer import CANNOT_ANSWER, Usage
+from assistant.context import Context
+from assistant.embeddings import Embedder
+from assistant.lexical import analyze
+from assistant.llm.base import Piece, Provider
+from assistant.text import split_sentences
+
+NOTICE = (
+    "Extractive answer (no LLM configured): sentences quoted from the abstracts. "
+    "For a written answer set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server."
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    source: int  # 1-based source number
+    position: int  # sentence index within the abstract
+    text: str
+    score: float
+    similarity: float
+
+
+def _cite(sentence: str, n: int) -> str:
+    """'We find X.' -> 'We find X [n].'"""
+    body = sentence.rstrip()
+    end = body[-1] if body and body[-1] in ".!?" else "."
+    return f"{body.rstrip('.!?').rstrip()} [{n}]{end}"
+
+
+class ExtractiveProvider(Provider):
+    name = "extractive"
+    model = "extractive"
+    notice = NOTICE
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        sentences: int = 5,
+        per_paper: int = 2,
+        min_similarity: float = 0.25,
+        redundancy: float = 0.6,
+    ):
+        self.embedder = embedder
+        self.sentences = sentences
+        self.per_paper = per_paper
+        self.min_similarity = min_similarity
+        self.redundancy = redundancy
+
+    def rank(self, context: Context) -> tuple[list[Candidate], np.ndarray]:
+        rows = [
+            (n, i, s)
+            for n, hit in enumerate(context.sources, start=1)
+            for i, s in enumerate(split_sentences(hit.text))
+            if len(s.split()) >= 4
+        ]
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        vectors = self.embedder.embed([s for _, _, s in rows])
+        similarity = vectors @ self.embedder.embed_query(context.question)
+        query_terms = set(analyze([context.question])[0])
+        sentence_terms = analyze([s for _, _, s in rows])
+        candidates = []
+        for (n, i, s), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
+            overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
+            score = float(sim) + 0.25 * overlap + 0.03 / n
+            candidates.append(Candidate(n, i, s, score, float(sim)))
+        return candidates, vectors
+
+    def select(self, context: Context) -> list[Candidate]:
+        candidates, vectors = self.rank(context)
+        if not candidates:
+            return []
+        best = max(c.score for c in candidates)
+        chosen: list[int] = []
+        per_paper: dict[int, int] = {}
+        while len(chosen) < self.sentences:
+            pick, pick_value = -1, -np.inf
+            for idx, cand in enumerate(candidates):
+                if idx in chosen or per_paper.get(cand.source, 0) >= self.per_paper:
+                    continue
+                # Stay on topic: far weaker than the best sentence is not worth quoting.
+                if cand.similarity < self.min_similarity or cand.score < 0.6 * best:
+                    continue
+                overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
+                value = cand.score - self.redundancy * max(0.0, overlap - 0.5)
+                if value > pick_value:
+                    pick, pick_value = idx, value
+            if pick < 0:
+                break
+            chosen.append(pick)
+            per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
+        return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
+
+    def stream(self, context: Context) -> Iterator[Piece]:
+        picked = self.select(context)
+        if not picked:
+            yield CANNOT_ANSWER
+            yield Usage(estimated=False, cost_usd=0.0)
+            return
+        lines: list[str] = []
+        for source in dict.fromkeys(c.source for c in picked):
+            label = context.sources[source - 1].label
+            quoted = " ".join(_cite(c.text, source) for c in picked if c.source == source)
+            lines.append(f"- {label}: {quoted}")
+        for k, line in enumerate(lines):
+            yield line + ("\n" if k < len(lines) - 1 else "")
+        yield Usage(estimated=False, cost_usd=0.0)

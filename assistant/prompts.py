@@ -1,0 +1,49 @@
+"""Prompts live as files in ``prompts/``; one templating style (``{name}``), checked on load.
+
+A prompt file's placeholders must be exactly the ones its caller fills: a missing or unexpected
+placeholder is an error when the file is loaded, not a silently wrong prompt later.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from pathlib import Path
+
+from assistant.errors import ConfigError
+from assistant.settings import DEFAULT_PROMPTS
+
+# name -> the placeholders its template must use
+EXPECTED: dict[str, frozenset[str]] = {
+    "answer_system": frozenset({"cannot_answer"}),
+    "answer_user": frozenset({"question", "sources"}),
+}
+
+
+def placeholders(template: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field}
+
+
+@lru_cache(maxsize=32)
+def load_prompt(name: str, folder: Path = DEFAULT_PROMPTS) -> str:
+    path = folder / f"{name}.md"
+    try:
+        template = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"prompt file {path} cannot be read: {exc}") from exc
+    expected = EXPECTED.get(name)
+    try:
+        found = placeholders(template)
+    except ValueError as exc:
+        raise ConfigError(
+            f"prompt {path}: bad braces ({exc}); write literal braces as {{{{ }}}}"
+        ) from exc
+    if expected is not None and found != expected:
+        raise ConfigError(
+            f"prompt {path} has placeholders {sorted(found)}, expected {sorted(expected)}"
+        )
+    return template
+
+
+def render(name: str, folder: Path = DEFAULT_PROMPTS, **values: str) -> str:
+    return load_prompt(name, folder).format(**values)
