@@ -2,13 +2,15 @@
 the question, each cited, so every claim is faithful by construction.
 
 Sentence score = cosine(question, sentence) with MiniLM + 0.25 x the share of the question's
-terms the sentence contains + a small bonus for better-ranked papers. Sentences are picked
-greedily with a redundancy penalty (maximal marginal relevance), at most two per paper, then
+terms the sentence contains + 0.05 when it states a contribution ("we propose", "we show") + a
+small bonus for better-ranked papers. Sentences are picked
+greedily with a redundancy penalty (maximal marginal relevance), at most three per paper, then
 printed paper by paper in source order and, within a paper, in the abstract's own order.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,6 +26,14 @@ from assistant.text import split_sentences
 NOTICE = (
     "Extractive answer (no LLM configured): sentences quoted from the abstracts. "
     "For a written answer set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server."
+)
+
+
+# Sentences that state what a paper does or finds, rather than background.
+_CONTRIBUTION = re.compile(
+    r"\b(?:we|our|this paper|this work)\b.{0,40}?\b(?:propose|introduce|present|show|find|"
+    r"demonstrate|achiev|outperform|reduc|improv|develop|prove|design)",
+    re.IGNORECASE,
 )
 
 
@@ -52,7 +62,7 @@ class ExtractiveProvider(Provider):
         self,
         embedder: Embedder,
         sentences: int = 5,
-        per_paper: int = 2,
+        per_paper: int = 3,
         min_similarity: float = 0.25,
         redundancy: float = 0.6,
     ):
@@ -78,7 +88,8 @@ class ExtractiveProvider(Provider):
         candidates = []
         for (n, i, s), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
             overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
-            score = float(sim) + 0.25 * overlap + 0.03 / n
+            cue = 0.05 if _CONTRIBUTION.search(s) else 0.0
+            score = float(sim) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim)))
         return candidates, vectors
 
@@ -95,7 +106,7 @@ class ExtractiveProvider(Provider):
                 if idx in chosen or per_paper.get(cand.source, 0) >= self.per_paper:
                     continue
                 # Stay on topic: far weaker than the best sentence is not worth quoting.
-                if cand.similarity < self.min_similarity or cand.score < 0.6 * best:
+                if cand.similarity < self.min_similarity or cand.score < 0.5 * best:
                     continue
                 overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
                 value = cand.score - self.redundancy * max(0.0, overlap - 0.5)

@@ -1,0 +1,171 @@
+"""A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, plain and streamed
+(SSE), with scripted replies. It records every request body, so tests can assert on the prompt
+that was actually sent by the real ``openai`` client and LangChain code.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    status: int = 200
+    delay: float = 0.0  # seconds before answering (longer than the client timeout = a timeout)
+    raw: bytes | None = None  # send these bytes as the body instead of a well-formed reply
+    usage: tuple[int, int] | None = (120, 30)  # (prompt, completion) tokens, or None to omit
+    chunks: int = 4  # how many SSE pieces a streamed reply is cut into
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.default: Reply | None = None  # used when the queue is empty
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def enqueue(self, *replies: Reply | str) -> None:
+        for reply in replies:
+            self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def last_messages(self) -> list[dict[str, str]]:
+        return self.requests[-1]["messages"]
+
+    def _next(self) -> Reply:
+        if self.replies:
+            return self.replies.popleft()
+        return self.default or Reply(status=500, text="no scripted reply left")
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("retry-after-ms", "10")  # keep client backoff short in tests
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append(body)
+                reply = fake._next()
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, b'{"error": {"message": "not found"}}', "application/json")
+                    return
+                if reply.raw is not None:
+                    self._send(reply.status, reply.raw, "application/json")
+                    return
+                if reply.status != 200:
+                    error = {
+                        "error": {
+                            "message": reply.text or "scripted failure",
+                            "type": "server_error",
+                            "code": reply.status,
+                        }
+                    }
+                    self._send(reply.status, json.dumps(error).encode(), "application/json")
+                    return
+                model = body.get("model", "test-model")
+                if body.get("stream"):
+                    self._stream(reply, model, body)
+                else:
+                    self._send(
+                        200, json.dumps(_completion(reply, model)).encode(), "application/json"
+                    )
+
+            def _stream(self, reply: Reply, model: str, body: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                size = max(1, -(-len(reply.text) // max(1, reply.chunks)))
+                pieces = [reply.text[i : i + size] for i in range(0, len(reply.text), size)]
+                events = [_chunk(model, {"role": "assistant", "content": ""}, None)]
+                events += [_chunk(model, {"content": p}, None) for p in pieces]
+                events.append(_chunk(model, {}, "stop"))
+                wants_usage = (body.get("stream_options") or {}).get("include_usage")
+                if wants_usage and reply.usage:
+                    events.append(
+                        {
+                            "id": "chatcmpl-test",
+                            "object": "chat.completion.chunk",
+                            "created": 0,
+                            "model": model,
+                            "choices": [],
+                            "usage": _usage(reply.usage),
+                        }
+                    )
+                for event in events:
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        return Handler
+
+
+def _usage(usage: tuple[int, int]) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage[0],
+        "completion_tokens": usage[1],
+        "total_tokens": usage[0] + usage[1],
+    }
+
+
+def _chunk(model: str, delta: dict[str, str], finish: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _completion(reply: Reply, model: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": reply.text},
+            }
+        ],
+    }
+    if reply.usage:
+        out["usage"] = _usage(reply.usage)
+    return out
