@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -192,17 +192,23 @@ class Catalog:
         for row in rows:
             yield _row_to_paper(row)
 
-    def ids_matching(self, filters: dict[str, str | int]) -> set[str]:
-        """Ready paper ids whose metadata equals every filter (source_file, year, venue, ...)."""
+    def ids_matching(self, filters: Mapping[str, str | int | tuple[str, ...]]) -> set[str]:
+        """Ready paper ids whose metadata equals every filter; a tuple value means any of."""
         allowed = {"source_file", "year", "venue", "source", "label", "paper_id"}
         unknown = set(filters) - allowed
         if unknown:
             raise ValueError(f"cannot filter on {sorted(unknown)}; use one of {sorted(allowed)}")
-        clauses = " AND ".join(f"{key} = ?" for key in filters)
-        sql = "SELECT paper_id FROM papers WHERE state = 'ready'" + (
-            f" AND {clauses}" if clauses else ""
-        )
-        return {r[0] for r in self._db.execute(sql, tuple(filters.values()))}
+        clauses: list[str] = ["state = 'ready'"]
+        params: list[str | int] = []
+        for key, value in filters.items():
+            if isinstance(value, tuple):
+                clauses.append(f"{key} IN ({','.join('?' * len(value))})")
+                params.extend(value)
+            else:
+                clauses.append(f"{key} = ?")
+                params.append(value)
+        sql = "SELECT paper_id FROM papers WHERE " + " AND ".join(clauses)
+        return {r[0] for r in self._db.execute(sql, params)}
 
     def counts(self) -> dict[str, int]:
         papers = self._db.execute(

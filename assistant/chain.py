@@ -33,6 +33,7 @@ class Request:
     k: int | None = None
     filters: Mapping[str, Any] | None = None
     search_query: str | None = None  # what to search for, when not the question itself
+    pinned: bool = False  # the user named the papers (a follow-up); skip the relevance gate
 
 
 def nearest_papers(hits: list[Hit], n: int = 3) -> str:
@@ -69,9 +70,12 @@ class AnswerChain:
             )
         hits = self.search(request.search_query or request.question, request.k, request.filters)
         best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
-        if best < self.settings.min_similarity:
+        if best < self.settings.min_similarity and not (request.pinned and hits):
             return hits, None
-        context = build_context(request.question, hits, self.settings.context_tokens, self.count)
+        question = request.search_query or request.question
+        context = build_context(
+            question, hits, self.settings.context_tokens, self.count, pinned=request.pinned
+        )
         return hits, context if context.sources else None
 
     def _estimate_usage(self, context: Context, text: str) -> Usage:

@@ -257,3 +257,27 @@ def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
         console.print(render.highlight_citations(answer.text), soft_wrap=True)
     console.print()
     render.answer_footer(console, answer)
+
+
+@main.command()
+@click.option("-k", "k", type=click.IntRange(1, 50), default=None, help="Papers per question.")
+@llm_options
+@store_options
+def chat(
+    k: int | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    store: Path | None,
+    chroma_url: str | None,
+) -> None:
+    """Talk with the abstracts: follow-ups, /show N, /save FILE; /help lists commands."""
+    import platformdirs
+
+    from assistant.chat import ChatSession, line_reader, run_chat
+
+    overrides = llm_overrides(provider, model, base_url)
+    with make_assistant(store, chroma_url, **overrides) as assistant:
+        session = ChatSession(assistant, Console(highlight=False), k=k)
+        history = Path(platformdirs.user_data_dir("abstracts-assistant")) / "chat_history"
+        run_chat(session, line_reader(history))

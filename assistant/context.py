@@ -32,6 +32,7 @@ class Context:
     block: str
     tokens: int
     dropped: int = 0  # retrieved papers left out for the budget
+    pinned: bool = False  # the user chose these papers; they are relevant by definition
 
 
 def render_source(n: int, hit: Hit, body: str) -> str:
@@ -42,7 +43,11 @@ def render_source(n: int, hit: Hit, body: str) -> str:
 
 
 def build_context(
-    question: str, hits: Sequence[Hit], budget_tokens: int, count: Callable[[str], int]
+    question: str,
+    hits: Sequence[Hit],
+    budget_tokens: int,
+    count: Callable[[str], int],
+    pinned: bool = False,
 ) -> Context:
     """Number the hits in rank order; a full abstract that does not fit gives way to its best
     passage, and what does not fit at all is left out (counted in ``dropped``)."""
@@ -65,4 +70,5 @@ def build_context(
         block="\n".join(entries),
         tokens=used,
         dropped=len(hits) - len(sources),
+        pinned=pinned,
     )

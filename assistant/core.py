@@ -156,6 +156,15 @@ class Assistant:
             self._provider = make_provider(self.settings, self.embedder)
         return self._provider
 
+    def use_provider(self, provider: str | None = None, model: str | None = None) -> None:
+        """Switch who writes answers; the current one stays if the new one cannot be set up."""
+        changes = {k: v for k, v in {"provider": provider, "model": model}.items() if v}
+        settings = self.settings.model_copy(
+            update={"llm": self.settings.llm.model_copy(update=changes)}
+        )
+        self._provider = make_provider(settings, self.embedder)
+        self.settings = settings
+
     def chain(self) -> AnswerChain:
         return AnswerChain(self.search, self.provider, self.settings.llm, count_tokens)
 
@@ -173,7 +182,8 @@ class Assistant:
         search_query: str | None = None,
     ) -> Iterator[str | Answer]:
         """Yield the answer text as it arrives, then the checked ``Answer``."""
-        request = Request(check_query(question), k, filters, search_query)
+        pinned = bool(filters and filters.get("paper_id"))
+        request = Request(check_query(question), k, filters, search_query, pinned)
         return self.chain().stream(request)
 
     def info(self) -> dict[str, Any]:

@@ -83,6 +83,7 @@ class LoadResult:
     problems: list[InputFileError] = field(default_factory=list)
     duplicates: int = 0
     files: list[Path] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)  # first lines of seed files
 
 
 def make_paper(record: dict[str, Any], source: str) -> Paper:
@@ -228,6 +229,9 @@ def load_corpus(paths: Iterable[Path]) -> LoadResult:
             continue
         result.files.append(path)
         result.problems.extend(problems)
+        if SUFFIXES.get(path.suffix.lower()) == "seed":
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                result.headers.append(normalize_text(handle.readline().lstrip("\ufeff")))
         for paper in papers:
             if paper.paper_id in seen:
                 result.duplicates += 1

@@ -113,6 +113,8 @@ class Ingestor:
 
         # 3. Write in batches, journalled.
         self.catalog.set_meta("config", self._config_key())
+        if loaded.headers and self.catalog.get_meta("title") is None:
+            self.catalog.set_meta("title", max(set(loaded.headers), key=loaded.headers.count))
         done = 0
         if progress:
             progress(0, len(to_write))

@@ -17,6 +17,7 @@ from assistant.settings import DEFAULT_PROMPTS
 EXPECTED: dict[str, frozenset[str]] = {
     "answer_system": frozenset({"cannot_answer"}),
     "answer_user": frozenset({"question", "sources"}),
+    "condense_question": frozenset({"history", "question"}),
 }
 
 

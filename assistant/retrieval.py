@@ -17,7 +17,8 @@ from assistant.lexical import LexicalIndex, analyze
 from assistant.settings import RetrievalSettings
 from assistant.vectors import ChromaVectors
 
-FILTER_KEYS = ("source_file", "year", "venue")
+FILTER_KEYS = ("source_file", "year", "venue", "paper_id")
+FilterValue = str | int | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ def fuse(
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str | int]:
-    clean: dict[str, str | int] = {}
+def check_filters(filters: Mapping[str, Any] | None) -> dict[str, FilterValue]:
+    """Validated filters; ``paper_id`` may be one id or a list of ids."""
+    clean: dict[str, FilterValue] = {}
     for key, value in (filters or {}).items():
         if key not in FILTER_KEYS:
             raise ValueError(f"unknown filter {key!r}; filter on one of {', '.join(FILTER_KEYS)}")
@@ -80,17 +82,21 @@ def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str | int]:
                 clean[key] = int(value)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"filter year={value!r} is not a year") from exc
+        elif key == "paper_id" and isinstance(value, list | tuple | set):
+            clean[key] = tuple(str(v) for v in value)
         else:
             clean[key] = str(value)
     return clean
 
 
-def _chroma_where(filters: dict[str, str | int]) -> dict[str, Any] | None:
-    if not filters:
+def _chroma_where(filters: dict[str, FilterValue]) -> dict[str, Any] | None:
+    clauses = [
+        {key: {"$in": list(value)} if isinstance(value, tuple) else value}
+        for key, value in filters.items()
+    ]
+    if not clauses:
         return None
-    if len(filters) == 1:
-        return dict(filters)
-    return {"$and": [{key: value} for key, value in filters.items()]}
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 class HybridRetriever:
@@ -109,7 +115,7 @@ class HybridRetriever:
         self.settings = settings
 
     def dense_papers(
-        self, query: str, n: int, filters: dict[str, str | int]
+        self, query: str, n: int, filters: dict[str, FilterValue]
     ) -> list[tuple[str, str, float]]:
         """(paper_id, best chunk id, similarity), best first, one row per paper."""
         if self.settings.dense_weight == 0:
@@ -125,7 +131,7 @@ class HybridRetriever:
         return list(seen.values())[:n]
 
     def lexical_papers(
-        self, query: str, n: int, filters: dict[str, str | int]
+        self, query: str, n: int, filters: dict[str, FilterValue]
     ) -> list[tuple[str, float]]:
         if self.settings.lexical_weight == 0:
             return []

@@ -257,7 +257,8 @@ def test_cli_provider_failure_is_one_line(shipped_store, server):
         ("Which papers speed up diffusion sampling without retraining?", "THG", "training-free"),
         (
             "How can the Segment Anything Model be made robust to degraded inputs?",
-            "GaRA-SAM", "outperforms",
+            "GaRA-SAM",
+            "outperforms",
         ),
         ("What is MINJA and how does it attack LLM agents?", "MINJA", "memory"),
     ],

@@ -19,3 +19,7 @@ class Provider(ABC):
     @abstractmethod
     def stream(self, context: Context) -> Iterator[Piece]:
         """Yield the answer text as it is produced; a final ``Usage`` when known."""
+
+    def condense(self, history: str, question: str) -> str | None:
+        """A standalone rewrite of a follow-up question, or None to use the plain method."""
+        return None

@@ -37,6 +37,14 @@ _CONTRIBUTION = re.compile(
 )
 
 
+# "Code is available at https://..." answers nothing.
+_BOILERPLATE = re.compile(
+    r"https?://|github\.com|\b(?:code|data|dataset|models?)\b[^.]{0,40}\b(?:is|are) "
+    r"(?:publicly |freely |now )?(?:available|released)",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class Candidate:
     source: int  # 1-based source number
@@ -89,6 +97,8 @@ class ExtractiveProvider(Provider):
         for (n, i, s), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
             overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
             cue = 0.05 if _CONTRIBUTION.search(s) else 0.0
+            if _BOILERPLATE.search(s):
+                cue -= 0.3
             score = float(sim) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim)))
         return candidates, vectors
@@ -106,7 +116,8 @@ class ExtractiveProvider(Provider):
                 if idx in chosen or per_paper.get(cand.source, 0) >= self.per_paper:
                     continue
                 # Stay on topic: far weaker than the best sentence is not worth quoting.
-                if cand.similarity < self.min_similarity or cand.score < 0.5 * best:
+                floor = -1.0 if context.pinned else self.min_similarity
+                if cand.similarity < floor or cand.score < 0.5 * best:
                     continue
                 overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
                 value = cand.score - self.redundancy * max(0.0, overlap - 0.5)

@@ -8,9 +8,11 @@ what still fails becomes one ``ProviderError`` that names the setting to change.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import openai
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
 from assistant.answer import CANNOT_ANSWER, Usage
@@ -60,20 +62,43 @@ class OpenAIProvider(Provider):
             stream_usage=True,
         )
         self.chain = answer_prompt() | llm
+        self.condenser = (
+            ChatPromptTemplate.from_messages([("human", load_prompt("condense_question"))])
+            | llm
+            | StrOutputParser()
+        )
 
     def _where(self) -> str:
         return f"the model server at {self.base_url}" if self.base_url else "OpenAI"
 
+    def condense(self, history: str, question: str) -> str | None:
+        with self._errors():
+            text = self.condenser.invoke({"history": history, "question": question})
+        line = text.strip().splitlines()[0].strip().strip('"') if text.strip() else ""
+        return line or None
+
     def stream(self, context: Context) -> Iterator[Piece]:
         usage: dict[str, Any] | None = None
         inputs = {"question": context.question, "sources": context.block}
-        try:
+        with self._errors():
             for chunk in self.chain.stream(inputs):
                 text = chunk.content if isinstance(chunk.content, str) else ""
                 if text:
                     yield text
                 if getattr(chunk, "usage_metadata", None):
                     usage = dict(chunk.usage_metadata)  # type: ignore[arg-type]
+        if usage:
+            yield Usage(
+                prompt_tokens=int(usage.get("input_tokens", 0)),
+                completion_tokens=int(usage.get("output_tokens", 0)),
+                estimated=False,
+            )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The openai client's failures, after its own retries, as one actionable error."""
+        try:
+            yield
         except openai.AuthenticationError as exc:
             raise ProviderError(
                 f"{self._where()} rejected the key (401); check OPENAI_API_KEY"
@@ -110,9 +135,3 @@ class OpenAIProvider(Provider):
                 f"chat completion ({type(exc).__name__}); check that "
                 "OPENAI_BASE_URL points at an OpenAI-compatible /v1 API"
             ) from exc
-        if usage:
-            yield Usage(
-                prompt_tokens=int(usage.get("input_tokens", 0)),
-                completion_tokens=int(usage.get("output_tokens", 0)),
-                estimated=False,
-            )

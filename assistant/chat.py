@@ -1,0 +1,287 @@
+"""``assistant chat``: a multi-turn REPL around ``Assistant.stream``.
+
+One loop reads a line and hands it to ``ChatSession.handle``; commands start with ``/``.
+Nothing a user types or a provider does ends the session with a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from assistant import render
+from assistant.answer import Answer
+from assistant.conversation import Conversation
+from assistant.core import Assistant
+from assistant.errors import AssistantError
+from assistant.retrieval import check_filters
+
+HELP = """Commands:
+  /help               this list
+  /sources            sources of the last answer
+  /show N             full abstract of citation [N]
+  /k N                papers retrieved per question (now {k})
+  /filter KEY=VALUE   only papers whose source_file, year or venue is VALUE; /filter clear
+  /provider NAME      extractive | openai | auto;  /model NAME  the chat model
+  /reset              forget the conversation
+  /save FILE          write the transcript as Markdown, with a reference list
+  /quit               leave (or Ctrl-D); Ctrl-C cancels an answer in progress
+Anything else is a question. Follow-ups like "how does the second one work?" refer to the
+papers cited in the last answer."""
+
+
+class ChatSession:
+    def __init__(self, assistant: Assistant, console: Console, k: int | None = None):
+        self.assistant = assistant
+        self.console = console
+        self.k = k or assistant.settings.retrieval.k
+        self.filters: dict[str, str] = {}
+        self.conversation = Conversation()
+
+    # -- output -----------------------------------------------------------------------------
+    def header(self) -> str:
+        info = self.assistant.catalog.counts()
+        title = (
+            self.assistant.catalog.get_meta("title") or f"Abstracts in {self.assistant.store_dir}"
+        )
+        return f"{title} · {info['papers']} papers · {self.provider_line()}"
+
+    def provider_line(self) -> str:
+        provider = self.assistant.provider
+        if provider.name == "extractive":
+            return "extractive (no LLM configured; set OPENAI_API_KEY or OPENAI_BASE_URL)"
+        where = self.assistant.settings.openai_base_url
+        return f"{provider.name}/{provider.model}" + (f" at {where}" if where else "")
+
+    def say(self, message: str, style: str = "") -> None:
+        self.console.print(Text(message, style=style), soft_wrap=True)
+
+    # -- input ------------------------------------------------------------------------------
+    def handle(self, line: str) -> bool:
+        """Act on one line; False means the user asked to leave."""
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith("/"):
+            return self.command(line)
+        self.ask(line)
+        return True
+
+    def command(self, line: str) -> bool:
+        name, _, arg = line.partition(" ")
+        name, arg = name.lower(), arg.strip()
+        if name in {"/quit", "/exit", "/q"}:
+            return False
+        actions: dict[str, Callable[[str], None]] = {
+            "/help": lambda _: self.say(HELP.format(k=self.k)),
+            "/sources": lambda _: self.show_sources(),
+            "/show": self.show,
+            "/k": self.set_k,
+            "/filter": self.set_filter,
+            "/provider": lambda a: self.switch(provider=a),
+            "/model": lambda a: self.switch(model=a),
+            "/reset": lambda _: self.reset(),
+            "/save": self.save,
+        }
+        action = actions.get(name)
+        if action is None:
+            self.say(f"unknown command {name}; type /help for the list", "yellow")
+        else:
+            action(arg)
+        return True
+
+    # -- questions --------------------------------------------------------------------------
+    def ask(self, question: str) -> None:
+        provider = self.assistant.provider
+        resolution = self.conversation.resolve(question, provider.condense)
+        filters: dict[str, object] = dict(self.filters)
+        if resolution.papers:
+            filters["paper_id"] = [p.paper_id for p in resolution.papers]
+        if resolution.query != question:
+            self.say(f"(searching: {resolution.query})", "dim")
+        answer: Answer | None = None
+        streamed = False
+        for piece in self.assistant.stream(
+            question, k=self.k, filters=filters, search_query=resolution.query
+        ):
+            if isinstance(piece, Answer):
+                answer = piece
+            else:
+                self.console.print(render.highlight_citations(piece), end="", soft_wrap=True)
+                streamed = True
+        assert answer is not None
+        if streamed:
+            self.console.print()
+        if answer.refused or any(w.startswith("removed citation") for w in answer.warnings):
+            if streamed:
+                self.say("checked answer:", "bold")
+            self.console.print(render.highlight_citations(answer.text), soft_wrap=True)
+        line = render.sources_line(answer)
+        if line:
+            self.console.print(line, soft_wrap=True)
+        for warning in answer.warnings:
+            self.say(f"warning: {warning}", "yellow")
+        self.conversation.add(question, resolution.query, answer)
+
+    # -- commands ---------------------------------------------------------------------------
+    def _last(self) -> Answer | None:
+        return self.conversation.turns[-1].answer if self.conversation.turns else None
+
+    def show_sources(self) -> None:
+        answer = self._last()
+        if answer is None or not answer.citations:
+            self.say("no sources yet: ask a question first")
+            return
+        for c in answer.citations:
+            self.say(f"[{c.n}] {c.label}  {c.source}  (id {c.paper_id})")
+
+    def show(self, arg: str) -> None:
+        answer = self._last()
+        citations = {c.n: c for c in answer.citations} if answer else {}
+        if not arg.strip("[]").isdigit() or int(arg.strip("[]")) not in citations:
+            choices = ", ".join(f"[{n}]" for n in citations) or "none yet"
+            self.say(
+                f"usage: /show N, where N is a citation of the last answer ({choices})", "yellow"
+            )
+            return
+        c = citations[int(arg.strip("[]"))]
+        self.console.print(Text(f"[{c.n}] {c.label}", style="bold cyan"))
+        self.say(f"{c.source} · id {c.paper_id}", "dim")
+        self.say(c.text)
+
+    def set_k(self, arg: str) -> None:
+        if not arg.isdigit() or not 1 <= int(arg) <= 50:
+            self.say("usage: /k N, with N from 1 to 50", "yellow")
+            return
+        self.k = int(arg)
+        self.say(f"retrieving {self.k} papers per question")
+
+    def set_filter(self, arg: str) -> None:
+        if arg in {"clear", "off", "none"}:
+            self.filters.clear()
+            self.say("filters cleared")
+            return
+        if not arg:
+            self.say(f"filters: {self.filters or 'none'}")
+            return
+        key, sep, value = arg.partition("=")
+        if not sep or not value.strip():
+            self.say(
+                "usage: /filter KEY=VALUE (source_file, year, venue) or /filter clear", "yellow"
+            )
+            return
+        candidate = {**self.filters, key.strip(): value.strip()}
+        try:
+            check_filters(candidate)
+        except ValueError as exc:
+            self.say(str(exc), "yellow")
+            return
+        self.filters = candidate
+        self.say(f"filters: {self.filters}")
+
+    def switch(self, provider: str | None = None, model: str | None = None) -> None:
+        if provider is not None and provider not in {"auto", "extractive", "openai"}:
+            self.say("usage: /provider extractive|openai|auto", "yellow")
+            return
+        if model is not None and not model:
+            self.say(f"model: {self.assistant.provider.model}; usage: /model NAME", "yellow")
+            return
+        self.assistant.use_provider(provider=provider, model=model)
+        self.say(f"now answering with {self.provider_line()}")
+
+    def reset(self) -> None:
+        self.conversation.reset()
+        self.say("conversation forgotten; the next question starts afresh")
+
+    def save(self, arg: str) -> None:
+        if not arg:
+            self.say("usage: /save FILE.md", "yellow")
+            return
+        path = Path(arg).expanduser()
+        try:
+            path.write_text(self.transcript(), encoding="utf-8")
+        except OSError as exc:
+            self.say(f"cannot write {path}: {exc.strerror or exc}", "yellow")
+            return
+        self.say(f"transcript saved to {path}")
+
+    def transcript(self) -> str:
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        lines = ["# Chat transcript", "", f"_{self.header()} · {when}_", ""]
+        references: dict[str, str] = {}
+        for i, turn in enumerate(self.conversation.turns, start=1):
+            lines += [f"## {i}. {turn.question}", ""]
+            if turn.search_query != turn.question:
+                lines += [f"_Searched: {turn.search_query}_", ""]
+            lines += [turn.answer.text, ""]
+            if turn.answer.citations:
+                lines.append(
+                    "Sources: "
+                    + "; ".join(f"[{c.n}] {c.label} ({c.source})" for c in turn.answer.citations)
+                )
+                lines.append("")
+            for c in turn.answer.citations:
+                references.setdefault(
+                    c.paper_id,
+                    f"- **{c.label}** — {c.source} — id `{c.paper_id}`  \n"
+                    f"  {c.text[:300]}{'…' if len(c.text) > 300 else ''}",
+                )
+        if references:
+            lines += ["## References", "", *references.values(), ""]
+        return "\n".join(lines)
+
+
+def line_reader(history_file: Path | None) -> Callable[[str], str]:
+    """prompt_toolkit with a persistent history on a terminal; plain stdin otherwise."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+        history: FileHistory | InMemoryHistory = InMemoryHistory()
+        if history_file is not None:
+            history_file.parent.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(history_file))
+        session: PromptSession[str] = PromptSession(history=history)
+        return lambda prompt: session.prompt(prompt)
+
+    def read(prompt: str) -> str:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        raw = sys.stdin.buffer.readline()
+        if not raw:
+            raise EOFError
+        return raw.decode("utf-8")
+
+    return read
+
+
+def run_chat(session: ChatSession, read_line: Callable[[str], str]) -> None:
+    console = session.console
+    console.print(Text(session.header(), style="bold"), soft_wrap=True)
+    console.print(Text("Ask a question, or /help. Ctrl-D to leave.", style="dim"))
+    while True:
+        try:
+            line = read_line("> ")
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            continue
+        except UnicodeDecodeError:
+            session.say("that input is not valid UTF-8; please retype it", "yellow")
+            continue
+        try:
+            if not session.handle(line):
+                break
+        except KeyboardInterrupt:
+            console.print()
+            session.say("(cancelled)", "dim")
+        except AssistantError as exc:
+            console.print()
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    session.say("bye", "dim")
