@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -71,14 +72,32 @@ class Catalog:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._local = threading.local()  # one connection per thread (SQLite's rule)
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
         self._db.executescript(_SCHEMA)
 
+    @property
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(
+                self.path, isolation_level=None, timeout=30, check_same_thread=False
+            )
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            self._local.db = db
+            with self._lock:
+                self._all.append(db)
+        return db
+
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            for db in self._all:
+                db.close()
+            self._all.clear()
+        self._local = threading.local()
 
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

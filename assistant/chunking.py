@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from assistant.corpus import Paper
+from assistant.text import split_sentences
 from assistant.tokens import DEFAULT_ENCODING, encoding
 
 _SENTENCE_END = r"(?<=[.!?])\s+(?=[A-Z0-9(\[$\\])"
@@ -57,3 +58,9 @@ class Chunker:
             Chunk(chunk_id=f"{paper.paper_id}:{i}", paper_id=paper.paper_id, index=i, text=piece)
             for i, piece in enumerate(p.strip() for p in pieces if p.strip())
         ]
+
+
+def sentences_of(paper: Paper) -> list[str]:
+    """The units of sentence-level retrieval: the title (if any), then each sentence."""
+    sentences = split_sentences(paper.abstract)
+    return [paper.title, *sentences] if paper.title else sentences

@@ -54,6 +54,7 @@ class Assistant:
         self.embedder = embedder or make_embedder(self.settings)
         self._catalog: Catalog | None = None
         self._vectors: ChromaVectors | None = None
+        self._sentences: ChromaVectors | None = None
         self._lexical: LexicalIndex | None = None
         self._provider: Provider | None = provider
 
@@ -78,6 +79,22 @@ class Assistant:
         return self._vectors
 
     @property
+    def sentence_vectors(self) -> ChromaVectors | None:
+        """Sentence-level vectors, when ``retrieval.sentence_vectors`` is on."""
+        if not self.settings.retrieval.sentence_vectors:
+            return None
+        if self._sentences is None:
+            cfg = self.settings.store
+            self._sentences = ChromaVectors.open(
+                path=self.store_dir / "chroma",
+                url=cfg.chroma_url,
+                collection=f"{cfg.collection}-sentences",
+                embedder_name=self.embedder.name,
+                dim=self.embedder.dim,
+            )
+        return self._sentences
+
+    @property
     def lexical(self) -> LexicalIndex:
         if self._lexical is None:
             self._lexical = LexicalIndex(self.store_dir / "bm25")
@@ -96,6 +113,7 @@ class Assistant:
             self.embedder,
             self._chunker(),
             batch_papers=self.settings.embedding.papers_per_write,
+            sentences=self.sentence_vectors,
         )
 
     def retriever(self) -> HybridRetriever:
@@ -105,7 +123,12 @@ class Assistant:
         ):
             self._ingestor().refresh_lexical(bump=False)
         return HybridRetriever(
-            self.embedder, self.vectors, lexical, self.catalog, self.settings.retrieval
+            self.embedder,
+            self.vectors,
+            lexical,
+            self.catalog,
+            self.settings.retrieval,
+            sentences=self.sentence_vectors,
         )
 
     # -- API --------------------------------------------------------------------------------
@@ -196,6 +219,7 @@ class Assistant:
             "chunks": counts["chunks"],
             "unfinished": counts["unfinished"],
             "vectors": self.vectors.count(),
+            "sentence_vectors": self.sentence_vectors.count() if self.sentence_vectors else 0,
             "embedder": self.embedder.name,
             "provider": self.provider.name,
             "model": self.provider.model,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.catalog import Catalog
-from assistant.chunking import Chunk, Chunker
+from assistant.chunking import Chunk, Chunker, sentences_of
 from assistant.corpus import LoadResult, Paper
 from assistant.embeddings import Embedder
 from assistant.errors import InputFileError
@@ -61,6 +61,7 @@ class Ingestor:
         embedder: Embedder,
         chunker: Chunker,
         batch_papers: int = 64,
+        sentences: ChromaVectors | None = None,
     ):
         self.catalog = catalog
         self.vectors = vectors
@@ -68,9 +69,10 @@ class Ingestor:
         self.embedder = embedder
         self.chunker = chunker
         self.batch_papers = batch_papers
+        self.sentences = sentences
 
     def _config_key(self) -> str:
-        return f"{self.embedder.name}|{self.chunker.name}"
+        return f"{self.embedder.name}|{self.chunker.name}|sentences={self.sentences is not None}"
 
     def run(
         self, loaded: LoadResult, prune: bool = False, progress: Progress | None = None
@@ -157,14 +159,34 @@ class Ingestor:
             [c.text for c in chunks],
             [{**metas[c.paper_id], "chunk": c.index} for c in chunks],
         )
+        if self.sentences is not None:
+            self._write_sentences(items, states, metas)
         self.catalog.set_state([p.paper_id for p in batch], "ready")
         return len(chunks)
+
+    def _write_sentences(
+        self,
+        items: Sequence[tuple[Paper, list[Chunk]]],
+        states: dict[str, tuple[str, str, int]],
+        metas: dict[str, dict[str, str | int]],
+    ) -> None:
+        assert self.sentences is not None
+        self.sentences.delete_papers([p.paper_id for p, _ in items if p.paper_id in states])
+        ids, texts, metadatas = [], [], []
+        for paper, _ in items:
+            for i, sentence in enumerate(sentences_of(paper)):
+                ids.append(f"{paper.paper_id}:s{i}")
+                texts.append(sentence)
+                metadatas.append({**metas[paper.paper_id], "sentence": i})
+        self.sentences.upsert(ids, self.embedder.embed(texts), texts, metadatas)
 
     def _remove(self, paper_ids: Sequence[str], states: dict[str, tuple[str, str, int]]) -> None:
         if not paper_ids:
             return
         self.catalog.set_state(paper_ids, "deleting")
         self.vectors.delete_papers(paper_ids)
+        if self.sentences is not None:
+            self.sentences.delete_papers(paper_ids)
         self.catalog.remove(paper_ids)
         for pid in paper_ids:
             states.pop(pid, None)

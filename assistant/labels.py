@@ -146,13 +146,17 @@ def _is_coined(token: str) -> bool:
     if _is_plural_acronym(token) or _is_titlecase_compound(token):
         return False
     inner_upper = any(c.isupper() for c in token[1:])
+    if token[0].islower():  # equiEPNN, mHC: lower-case start, several capitals after
+        return sum(c.isupper() for c in token) >= 2
     has_digit_or_dash = any(c.isdigit() or c == "-" for c in token)
     return token[0].isupper() and (inner_upper or (has_digit_or_dash and token[:2].isupper()))
 
 
 def _is_named_phrase(token: str) -> bool:
-    """'We present Wan-Move, a ...': a capitalised hyphenated word set off as an apposition."""
-    return "-" in token and token[0].isupper() and token not in _COMMON
+    """'We introduce Bubbleformer, a ...': a capitalised word set off as an apposition."""
+    # A short title-case word after a verb is usually an ordinary word ("General, ...").
+    long_enough = "-" in token or len(token) >= 8
+    return token[0].isupper() and token not in _COMMON and long_enough
 
 
 def derive_label(abstract: str, max_words: int = 8) -> str:

@@ -18,6 +18,8 @@ EXPECTED: dict[str, frozenset[str]] = {
     "answer_system": frozenset({"cannot_answer"}),
     "answer_user": frozenset({"question", "sources"}),
     "condense_question": frozenset({"history", "question"}),
+    "judge_support": frozenset({"claim", "evidence"}),
+    "judge_claims": frozenset({"sentence"}),
 }
 
 

@@ -86,16 +86,30 @@ class ChunkingSettings(_Section):
 class RetrievalSettings(_Section):
     k: int = Field(5, ge=1, le=200, description="Papers returned by search.")
     candidates: int = Field(
-        100, ge=10, le=2000, description="Candidates each retriever contributes before fusion."
+        100, ge=10, le=2000, description="Papers each retriever contributes before fusion."
     )
+    sentence_vectors: bool = Field(
+        True,
+        description="Also embed every sentence and rank papers by their best sentence. "
+        "Better retrieval (SciFact nDCG@10 +0.02) for about twice the embedding work at "
+        "ingest; changing it needs a re-ingest into a new store.",
+    )
+    fusion: Literal["zscore", "rrf"] = Field(
+        "zscore",
+        description="zscore: weighted sum of each retriever's standardised scores (default, "
+        "tuned on SciFact train). rrf: weighted reciprocal rank fusion.",
+    )
+    chunk_weight: float = Field(0.8, ge=0, description="Weight of dense chunk similarity.")
+    sentence_weight: float = Field(1.0, ge=0, description="Weight of best-sentence similarity.")
+    lexical_weight: float = Field(1.0, ge=0, description="Weight of BM25.")
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal rank fusion constant.")
-    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense ranking in fusion.")
-    lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion.")
 
     @model_validator(mode="after")
     def _some_weight(self) -> RetrievalSettings:
-        if self.dense_weight == 0 and self.lexical_weight == 0:
-            raise ValueError("dense_weight and lexical_weight cannot both be 0")
+        if self.chunk_weight == 0 and self.sentence_weight == 0 and self.lexical_weight == 0:
+            raise ValueError(
+                "at least one of chunk_weight, sentence_weight, lexical_weight must be above 0"
+            )
         return self
 
 

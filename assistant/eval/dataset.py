@@ -1,0 +1,60 @@
+"""Eval sets: JSONL, one question per line.
+
+Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answer it);
+``answerable`` (default true); ``reference`` (facts a correct answer states); ``history``
+(earlier questions of the same conversation, for follow-ups); ``type`` and ``gold_labels``
+(informative).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assistant.errors import InputFileError
+from assistant.settings import PACKAGE_ROOT
+
+DEFAULT_EVAL_SET = PACKAGE_ROOT.parent / "evals" / "neurips2025.jsonl"
+
+
+class EvalItem(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    question: str = Field(min_length=1)
+    gold_papers: list[str] = Field(default_factory=list)
+    answerable: bool = True
+    reference: list[str] = Field(default_factory=list)
+    history: list[str] = Field(default_factory=list)
+    type: str = "factual"
+    gold_labels: list[str] = Field(default_factory=list)
+
+
+def load_eval_set(path: Path) -> list[EvalItem]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(str(path), f"cannot read the eval set: {exc}") from exc
+    items: list[EvalItem] = []
+    seen: set[str] = set()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = EvalItem.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputFileError(f"{path}:{n}", f"not valid JSON ({exc.msg})") from exc
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in exc.errors()
+            )
+            raise InputFileError(f"{path}:{n}", problems) from exc
+        if item.id in seen:
+            raise InputFileError(f"{path}:{n}", f"duplicate id {item.id!r}")
+        seen.add(item.id)
+        items.append(item)
+    if not items:
+        raise InputFileError(str(path), "no questions found")
+    return items

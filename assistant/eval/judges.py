@@ -1,0 +1,158 @@
+"""Judges behind one interface: is a claim supported by the evidence passages?
+
+``OfflineJudge`` needs no LLM and no network: a logistic model over ``features.FEATURES``,
+fitted on SciFact and shipped as ``offline_judge.json``. ``LLMJudge`` asks the configured chat
+model with the prompts in ``prompts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assistant.embeddings import Embedder
+from assistant.errors import ConfigError, ProviderError
+from assistant.eval.features import FEATURES, FeatureExtractor, strip_markers
+from assistant.settings import Settings
+
+MODEL_FILE = Path(__file__).with_name("offline_judge.json")
+
+
+class JudgeOutputError(ProviderError):
+    """The LLM judge answered something that is not a verdict."""
+
+
+class Judge(ABC):
+    name: str
+    threshold: float = 0.5
+
+    @abstractmethod
+    def support(self, claim: str, evidence: Sequence[str]) -> float:
+        """Probability-like score in [0, 1] that the evidence supports the claim."""
+
+    def supported(self, claim: str, evidence: Sequence[str]) -> bool:
+        return bool(evidence) and self.support(claim, evidence) >= self.threshold
+
+    def claims(self, sentence: str) -> list[str]:
+        """Atomic claims of one answer sentence (citation markers removed)."""
+        text = strip_markers(sentence)
+        return [text] if text else []
+
+
+def _sigmoid(x: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-x)))
+
+
+class OfflineJudge(Judge):
+    name = "offline"
+
+    def __init__(self, embedder: Embedder, model_file: Path = MODEL_FILE):
+        try:
+            model = json.loads(model_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"offline judge model {model_file} is missing or corrupt; "
+                "rebuild it with evals/judge/fit_offline_judge.py"
+            ) from exc
+        if tuple(model["features"]) != FEATURES:
+            raise ConfigError(f"{model_file} was fitted on other features; refit it")
+        self.model = model
+        self.weights = np.array(model["weights"])
+        self.bias = float(model["bias"])
+        self.mean = np.array(model["mean"])
+        self.std = np.array(model["std"])
+        self.threshold = float(model["threshold"])
+        self.extractor = FeatureExtractor(embedder)
+
+    def score_features(self, x: np.ndarray) -> float:
+        return _sigmoid(float((x - self.mean) / self.std @ self.weights + self.bias))
+
+    def support(self, claim: str, evidence: Sequence[str]) -> float:
+        if not evidence or not strip_markers(claim):
+            return 0.0
+        return self.score_features(self.extractor.features(claim, evidence))
+
+
+_VERDICT = re.compile(r"\b(NOT[_ ]SUPPORTED|SUPPORTED)\b", re.IGNORECASE)
+
+
+class LLMJudge(Judge):
+    """Verdicts from the configured chat model (OpenAI or any compatible server)."""
+
+    name = "llm"
+
+    def __init__(self, settings: Settings):
+        from langchain_core.output_parsers import StrOutputParser
+        from langchain_core.prompts import ChatPromptTemplate
+        from langchain_openai import ChatOpenAI
+
+        from assistant.prompts import load_prompt
+
+        if not settings.openai_api_key and not settings.openai_base_url:
+            raise ConfigError(
+                "--judge llm needs OPENAI_API_KEY or OPENAI_BASE_URL; or use --judge offline"
+            )
+        llm = ChatOpenAI(
+            model=settings.llm.model,
+            api_key=settings.openai_api_key or "none",
+            base_url=settings.openai_base_url,
+            temperature=0,
+            timeout=settings.llm.timeout,
+            max_retries=settings.llm.max_retries,
+        )
+        parse = StrOutputParser()
+        self.verify = (
+            ChatPromptTemplate.from_messages([("human", load_prompt("judge_support"))])
+            | llm
+            | parse
+        )
+        self.extract = (
+            ChatPromptTemplate.from_messages([("human", load_prompt("judge_claims"))]) | llm | parse
+        )
+
+    def _call(self, chain: Any, **inputs: str) -> str:
+        import openai
+
+        try:
+            return str(chain.invoke(inputs))
+        except openai.APIError as exc:
+            raise ProviderError(f"the LLM judge failed: {exc}") from exc
+
+    def support(self, claim: str, evidence: Sequence[str]) -> float:
+        if not evidence:
+            return 0.0
+        passages = "\n\n".join(f"<passage>\n{p}\n</passage>" for p in evidence)
+        reply = self._call(self.verify, claim=strip_markers(claim), evidence=passages)
+        match = _VERDICT.search(reply)
+        if match is None:
+            raise JudgeOutputError(
+                f"the LLM judge's reply is not SUPPORTED or NOT_SUPPORTED: {reply[:120]!r}"
+            )
+        return 0.0 if match.group(1).upper().startswith("NOT") else 1.0
+
+    def claims(self, sentence: str) -> list[str]:
+        text = strip_markers(sentence)
+        if not text:
+            return []
+        reply = self._call(self.extract, sentence=text)
+        try:
+            items = json.loads(reply[reply.index("[") : reply.rindex("]") + 1])
+        except ValueError as exc:
+            raise JudgeOutputError(
+                f"the LLM judge did not return a JSON list of claims: {reply[:120]!r}"
+            ) from exc
+        return [str(c).strip() for c in items if str(c).strip()] or [text]
+
+
+def make_judge(name: str, settings: Settings, embedder: Embedder) -> Judge:
+    if name == "llm":
+        return LLMJudge(settings)
+    if name == "offline":
+        return OfflineJudge(embedder)
+    raise ConfigError(f"unknown judge {name!r}; use offline or llm")

@@ -1,0 +1,156 @@
+"""Writing a run: ``results.json`` (per question and aggregate), ``report.md`` and a
+self-contained ``report.html`` with plots drawn as inline SVG (no plotting dependency)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from assistant.eval.harness import METRICS
+
+_BAR_W, _ROW_H = 360, 22
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def write_results(
+    run_dir: Path, meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[str, Any]]
+) -> Path:
+    path = run_dir / "results.json"
+    payload = {"run": meta, "aggregate": aggregate, "questions": rows}
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (run_dir / "report.md").write_text(markdown(meta, aggregate, rows), encoding="utf-8")
+    (run_dir / "report.html").write_text(html_report(meta, aggregate, rows), encoding="utf-8")
+    return path
+
+
+def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [(name, _fmt(aggregate.get(name))) for name in METRICS]
+    rows += [
+        (
+            "latency p50 / p95 (ms)",
+            f"{_fmt(aggregate.get('latency_p50_ms'))} / {_fmt(aggregate.get('latency_p95_ms'))}",
+        ),
+        (
+            "tokens (prompt + completion)",
+            f"{aggregate.get('prompt_tokens', 0)} + {aggregate.get('completion_tokens', 0)}",
+        ),
+        ("estimated cost (USD)", _fmt(aggregate.get("cost_usd"))),
+    ]
+    return rows
+
+
+def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# Eval run {meta.get('started', '')}",
+        "",
+        f"Eval set `{meta.get('eval_set')}` · {aggregate['questions']} questions · "
+        f"provider {meta.get('provider')}/{meta.get('model')} · judge {meta.get('judge')}",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {value} |" for name, value in summary_rows(aggregate)]
+    lines += [
+        "",
+        "## Questions",
+        "",
+        "| id | type | refused | faithfulness | citation F1 | correctness | nDCG@10 | cited |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        m = r["metrics"]
+        cited = ", ".join(r["cited"]).replace("|", "/")
+        lines.append(
+            f"| {r['id']} | {r['type']} | {'yes' if r['refused'] else 'no'} | "
+            f"{_fmt(m.get('faithfulness'))} | {_fmt(m.get('citation_f1'))} | "
+            f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | {cited} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _bars(values: list[tuple[str, float | None]]) -> str:
+    height = _ROW_H * len(values) + 10
+    parts = [f'<svg width="{_BAR_W + 260}" height="{height}" role="img">']
+    for i, (name, value) in enumerate(values):
+        y = i * _ROW_H + 5
+        width = int((value or 0) * _BAR_W)
+        parts.append(
+            f'<text x="0" y="{y + 15}" font-size="13">{html.escape(name)}</text>'
+            f'<rect x="180" y="{y + 3}" width="{_BAR_W}" height="15" fill="#eee"/>'
+            f'<rect x="180" y="{y + 3}" width="{width}" height="15" fill="#4878d0"/>'
+            f'<text x="{190 + _BAR_W}" y="{y + 15}" font-size="13">{_fmt(value)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _histogram(values: list[float], label: str, bins: int = 12) -> str:
+    if not values:
+        return f"<p>No {html.escape(label)} recorded.</p>"
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, int((v - lo) / span * bins))] += 1
+    top = max(counts)
+    w, h = 30, 120
+    parts = [f'<svg width="{bins * w + 20}" height="{h + 40}" role="img">']
+    for i, c in enumerate(counts):
+        bar = int(c / top * h)
+        parts.append(
+            f'<rect x="{i * w + 10}" y="{h - bar + 5}" width="{w - 4}" height="{bar}" '
+            f'fill="#ee854a"><title>{c}</title></rect>'
+        )
+    parts.append(
+        f'<text x="10" y="{h + 25}" font-size="12">{html.escape(label)}: '
+        f"{lo:.0f} … {hi:.0f}</text></svg>"
+    )
+    return "".join(parts)
+
+
+def html_report(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    esc = html.escape
+    table = "".join(
+        f"<tr><td>{esc(n)}</td><td>{esc(v)}</td></tr>" for n, v in summary_rows(aggregate)
+    )
+    questions = []
+    for r in rows:
+        m = r["metrics"]
+        questions.append(
+            f"<tr><td>{esc(r['id'])}</td><td>{esc(r['type'])}</td><td>{esc(r['question'])}</td>"
+            f"<td>{'yes' if r['refused'] else 'no'}</td><td>{_fmt(m.get('faithfulness'))}</td>"
+            f"<td>{_fmt(m.get('citation_f1'))}</td><td>{_fmt(m.get('correctness'))}</td>"
+            f"<td>{_fmt(m.get('ndcg@10'))}</td><td>{esc(', '.join(r['cited']))}</td>"
+            f"<td><details><summary>answer</summary>{esc(r['answer'])}</details></td></tr>"
+        )
+    bars = _bars([(name, aggregate.get(name)) for name in METRICS])
+    latency = _histogram([r["latency_ms"] for r in rows], "latency (ms)")
+    tokens = _histogram(
+        [r["prompt_tokens"] + r["completion_tokens"] for r in rows], "tokens per question"
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Eval {esc(str(meta.get("started")))}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ddd;padding:4px 8px;font-size:13px;
+vertical-align:top}}th{{background:#f4f4f4}}</style></head><body>
+<h1>Eval run {esc(str(meta.get("started")))}</h1>
+<p>Eval set <code>{esc(str(meta.get("eval_set")))}</code> · {aggregate["questions"]} questions ·
+provider {esc(str(meta.get("provider")))}/{esc(str(meta.get("model")))} ·
+judge {esc(str(meta.get("judge")))}</p>
+<h2>Metrics</h2>{bars}
+<table>{table}</table>
+<h2>Latency and tokens</h2>{latency} {tokens}
+<h2>Questions</h2>
+<table><tr><th>id</th><th>type</th><th>question</th><th>refused</th><th>faithfulness</th>
+<th>citation F1</th><th>correctness</th><th>nDCG@10</th><th>cited</th><th>answer</th></tr>
+{"".join(questions)}</table></body></html>
+"""
