@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QUESTION ?= Which papers study KV-cache eviction, and what do they find?
 
-.PHONY: setup demo check lint test bench clean-store
+.PHONY: setup demo check lint test eval-smoke bench clean-store
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -13,9 +13,9 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-demo: setup            ## index the shipped corpus and search it, offline
+demo: setup            ## index the shipped corpus and answer a question, offline, no key
 	$(VENV)/bin/assistant ingest
-	$(VENV)/bin/assistant search "$(QUESTION)" -k 5
+	$(VENV)/bin/assistant ask "$(QUESTION)"
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -25,10 +25,20 @@ lint: setup
 test: setup
 	$(VENV)/bin/pytest
 
-check: lint test       ## what CI runs: lint, types, tests
+check: lint test eval-smoke   ## what CI runs: lint, types, tests, a small offline eval
+
+eval-smoke: setup      ## 8 questions, extractive provider, offline judge, into a scratch store
+	rm -rf .ci-store evals/runs/ci
+	$(VENV)/bin/assistant ingest --store .ci-store --json > /dev/null
+	$(VENV)/bin/assistant eval --store .ci-store --limit 8 --out evals/runs/ci \
+	  --fail-under faithfulness=0.9 --fail-under recall@5=0.8
+	rm -rf .ci-store evals/runs/ci
 
 bench: setup           ## SciFact retrieval benchmark (needs ../shared/data/scifact)
 	$(PY) benchmarks/scifact_retrieval.py
+
+judge: setup           ## refit the offline judge on SciFact train, report dev
+	$(PY) evals/judge/fit_offline_judge.py
 
 clean-store:
 	rm -rf vectorstore/chroma vectorstore/catalog.sqlite3 vectorstore/bm25

@@ -281,3 +281,130 @@ def chat(
         session = ChatSession(assistant, Console(highlight=False), k=k)
         history = Path(platformdirs.user_data_dir("abstracts-assistant")) / "chat_history"
         run_chat(session, line_reader(history))
+
+
+@main.group(name="eval", invoke_without_command=True)
+@click.option(
+    "--set",
+    "eval_set",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Eval set (JSONL) [default: evals/neurips2025.jsonl].",
+)
+@click.option(
+    "--judge",
+    type=click.Choice(["offline", "llm"]),
+    default="offline",
+    help="Who decides whether a claim is supported [default: offline].",
+)
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 32),
+    default=None,
+    help="Questions in flight at once [default: 1 offline, 4 with an LLM].",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run folder [default: evals/runs/<timestamp>].",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="Finish an interrupted run in this folder.",
+)
+@click.option(
+    "--compare",
+    "compare_runs",
+    nargs=2,
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="A B",
+    help="Compare two runs (results.json or folders).",
+)
+@click.option(
+    "--fail-under",
+    "fail_under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 1 when METRIC is below VALUE (repeatable), e.g. faithfulness=0.9.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the aggregate as JSON.")
+@llm_options
+@store_options
+@click.pass_context
+def eval_command(
+    ctx: click.Context,
+    eval_set: Path | None,
+    judge: str,
+    limit: int | None,
+    workers: int | None,
+    out_dir: Path | None,
+    resume: Path | None,
+    compare_runs: tuple[Path, Path] | None,
+    fail_under: tuple[str, ...],
+    as_json: bool,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    store: Path | None,
+    chroma_url: str | None,
+) -> None:
+    """Score answers: retrieval, faithfulness, citations, relevance, refusals, cost.
+
+    Writes evals/runs/<timestamp>/ with results.json, report.md and report.html.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from assistant.eval import runner
+
+    if compare_runs:
+        runner.print_comparison(Console(), *compare_runs, as_json=as_json)
+        return
+    overrides = llm_overrides(provider, model, base_url)
+    with make_assistant(store, chroma_url, **overrides) as assistant:
+        ok = runner.run(
+            assistant,
+            Console(),
+            err_console,
+            eval_set=eval_set,
+            judge_name=judge,
+            limit=limit,
+            workers=workers,
+            out_dir=out_dir,
+            resume=resume,
+            fail_under=fail_under,
+            as_json=as_json,
+        )
+    if not ok:
+        sys.exit(1)
+
+
+@eval_command.command()
+@click.option(
+    "--pairs",
+    "pairs_file",
+    type=click.Path(path_type=Path),
+    required=True,
+    help='JSONL rows {"claim", "evidence": [...], "label": "supported"|"not_supported"}.',
+)
+@click.option("--judge", type=click.Choice(["offline", "llm"]), default="offline")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@llm_options
+def calibrate(
+    pairs_file: Path,
+    judge: str,
+    as_json: bool,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+) -> None:
+    """How well a judge agrees with human labels (balanced accuracy, AUC, confusion)."""
+    from assistant.eval import runner
+
+    settings = load_settings(**llm_overrides(provider, model, base_url))
+    runner.print_calibration(Console(), settings, pairs_file, judge, as_json)

@@ -6,9 +6,11 @@ settings are passed in (or built from settings); nothing is reached through glob
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from assistant.answer import Answer
 from assistant.catalog import Catalog
@@ -176,7 +178,7 @@ class Assistant:
     @property
     def provider(self) -> Provider:
         if self._provider is None:
-            self._provider = make_provider(self.settings, self.embedder)
+            self._provider = make_provider(self.settings, self.embedder, self._sentence_lookup())
         return self._provider
 
     def use_provider(self, provider: str | None = None, model: str | None = None) -> None:
@@ -185,8 +187,12 @@ class Assistant:
         settings = self.settings.model_copy(
             update={"llm": self.settings.llm.model_copy(update=changes)}
         )
-        self._provider = make_provider(settings, self.embedder)
+        self._provider = make_provider(settings, self.embedder, self._sentence_lookup())
         self.settings = settings
+
+    def _sentence_lookup(self) -> Callable[[list[str]], dict[str, np.ndarray]] | None:
+        store = self.sentence_vectors
+        return store.get_vectors if store is not None else None
 
     def chain(self) -> AnswerChain:
         return AnswerChain(self.search, self.provider, self.settings.llm, count_tokens)

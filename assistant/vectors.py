@@ -102,6 +102,14 @@ class ChromaVectors:
             batch = list(paper_ids[start : start + 500])
             self._collection.delete(where={"paper_id": {"$in": batch}})
 
+    def get_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (ids not in the collection are left out)."""
+        if not ids:
+            return {}
+        got = self._collection.get(ids=list(ids), include=["embeddings"])
+        pairs = zip(got["ids"], got["embeddings"], strict=True)
+        return {i: np.asarray(v, dtype=np.float32) for i, v in pairs}
+
     def ids(self) -> list[str]:
         """Every chunk id in the collection (for consistency checks)."""
         out: list[str] = []

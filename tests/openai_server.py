@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +30,8 @@ class FakeOpenAI:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.default: Reply | None = None  # used when the queue is empty
+        # Or compute each reply from the request (e.g. quote the sources it was sent).
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -53,9 +56,11 @@ class FakeOpenAI:
     def last_messages(self) -> list[dict[str, str]]:
         return self.requests[-1]["messages"]
 
-    def _next(self) -> Reply:
+    def _next(self, body: dict[str, Any]) -> Reply:
         if self.replies:
             return self.replies.popleft()
+        if self.responder is not None:
+            return self.responder(body)
         return self.default or Reply(status=500, text="no scripted reply left")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -77,7 +82,7 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
-                reply = fake._next()
+                reply = fake._next(body)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if not self.path.endswith("/chat/completions"):

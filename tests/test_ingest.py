@@ -77,7 +77,8 @@ class _Crashing(Embedder):
 
 def test_interrupted_ingest_is_completed_by_the_next_run(tmp_path: Path, small_dir: Path, embedder):
     settings = load_settings(store={"path": tmp_path / "s"}, embedding={"papers_per_write": 2})
-    with Assistant(settings, embedder=_Crashing(embedder, die_on_call=2)) as crashing:
+    # Each batch embeds twice (chunks, then sentences): call 3 is the second batch's chunks.
+    with Assistant(settings, embedder=_Crashing(embedder, die_on_call=3)) as crashing:
         with pytest.raises(KeyboardInterrupt):
             crashing.ingest([small_dir])
         counts = crashing.catalog.counts()
@@ -111,3 +112,50 @@ def test_bm25_index_is_rebuilt_when_stale(fresh: Assistant, small_dir: Path):
     fresh.catalog.bump_generation()
     hits = fresh.search("learning", k=3)
     assert hits and fresh.lexical.generation == fresh.catalog.generation
+
+
+def test_sigkill_mid_ingest_is_repaired_by_the_next_run(tmp_path: Path, corpus_papers, embedder):
+    """A real crash: the ingest process is SIGKILLed between journalled batches."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    write_seed(folder / "all.txt", [p.abstract for p in corpus_papers[:30]])
+    store = tmp_path / "store"
+    env = {**os.environ, "ASSISTANT_EMBEDDING__PAPERS_PER_WRITE": "3"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assistant", "ingest", str(folder), "--store", str(store)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    catalog = store / "catalog.sqlite3"
+    deadline = time.time() + 120
+    ready = 0
+    while time.time() < deadline and proc.poll() is None:
+        if catalog.exists():
+            try:
+                with sqlite3.connect(catalog) as db:
+                    ready = db.execute(
+                        "SELECT COUNT(*) FROM papers WHERE state='ready'"
+                    ).fetchone()[0]
+            except sqlite3.Error:
+                ready = 0
+            if ready >= 6:
+                break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 6 <= ready < 30, "the kill should land in the middle of the ingest"
+
+    settings = load_settings(store={"path": store})
+    with Assistant(settings, embedder=embedder) as resumed:
+        report = resumed.ingest([folder])
+        assert report.unchanged >= 6 and report.added + report.unchanged == 30
+        _consistent(resumed)
+        assert resumed.info()["papers"] == 30

@@ -11,17 +11,17 @@ printed paper by paper in source order and, within a paper, in the abstract's ow
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from assistant.answer import CANNOT_ANSWER, Usage
+from assistant.chunking import sentences_of
 from assistant.context import Context
 from assistant.embeddings import Embedder
 from assistant.lexical import analyze
 from assistant.llm.base import Piece, Provider
-from assistant.text import split_sentences
 
 NOTICE = (
     "Extractive answer (no LLM configured): sentences quoted from the abstracts. "
@@ -73,28 +73,43 @@ class ExtractiveProvider(Provider):
         per_paper: int = 3,
         min_similarity: float = 0.25,
         redundancy: float = 0.6,
+        lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
     ):
         self.embedder = embedder
         self.sentences = sentences
         self.per_paper = per_paper
         self.min_similarity = min_similarity
         self.redundancy = redundancy
+        self.lookup = lookup  # stored sentence vectors by id, to skip re-embedding
+
+    def _vectors(self, ids: list[str], texts: list[str]) -> np.ndarray:
+        """Sentence vectors from the store when it has them; the rest embedded now."""
+        stored = self.lookup(ids) if self.lookup else {}
+        missing = [i for i, sid in enumerate(ids) if sid not in stored]
+        fresh = self.embedder.embed([texts[i] for i in missing]) if missing else None
+        out = np.empty((len(ids), self.embedder.dim), dtype=np.float32)
+        for i, sid in enumerate(ids):
+            if sid in stored:
+                out[i] = stored[sid]
+        if fresh is not None:
+            out[missing] = fresh
+        return out
 
     def rank(self, context: Context) -> tuple[list[Candidate], np.ndarray]:
-        rows = [
-            (n, i, s)
-            for n, hit in enumerate(context.sources, start=1)
-            for i, s in enumerate(split_sentences(hit.text))
-            if len(s.split()) >= 4
-        ]
+        rows = []
+        for n, hit in enumerate(context.sources, start=1):
+            first = 1 if hit.paper.title else 0  # the title is indexed, never quoted
+            for i, sentence in enumerate(sentences_of(hit.paper)[first:], start=first):
+                if len(sentence.split()) >= 4:
+                    rows.append((n, i, sentence, f"{hit.paper_id}:s{i}"))
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        vectors = self.embedder.embed([s for _, _, s in rows])
+        vectors = self._vectors([r[3] for r in rows], [r[2] for r in rows])
         similarity = vectors @ self.embedder.embed_query(context.question)
         query_terms = set(analyze([context.question])[0])
-        sentence_terms = analyze([s for _, _, s in rows])
+        sentence_terms = analyze([r[2] for r in rows])
         candidates = []
-        for (n, i, s), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
+        for (n, i, s, _), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
             overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
             cue = 0.05 if _CONTRIBUTION.search(s) else 0.0
             if _BOILERPLATE.search(s):

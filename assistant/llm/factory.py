@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
 from assistant.embeddings import Embedder
 from assistant.llm.base import Provider
 from assistant.llm.extractive import ExtractiveProvider
@@ -15,12 +19,19 @@ def resolve_provider_name(settings: Settings) -> str:
     return name
 
 
-def make_provider(settings: Settings, embedder: Embedder) -> Provider:
+def make_provider(
+    settings: Settings,
+    embedder: Embedder,
+    lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
+) -> Provider:
     cfg = settings.llm
     if resolve_provider_name(settings) == "openai":
         from assistant.llm.openai_chat import OpenAIProvider
 
         return OpenAIProvider(cfg, settings.openai_api_key, settings.openai_base_url)
     return ExtractiveProvider(
-        embedder, sentences=cfg.extractive_sentences, min_similarity=cfg.min_similarity
+        embedder,
+        sentences=cfg.extractive_sentences,
+        min_similarity=cfg.min_similarity,
+        lookup=lookup,
     )

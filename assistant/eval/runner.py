@@ -1,0 +1,158 @@
+"""What `assistant eval` does around the harness: folders, progress, printing, thresholds."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from assistant.core import Assistant
+from assistant.eval.calibration import calibrate, load_pairs
+from assistant.eval.compare import compare, failures, load_results, parse_thresholds
+from assistant.eval.dataset import DEFAULT_EVAL_SET, load_eval_set
+from assistant.eval.harness import aggregate, run_eval
+from assistant.eval.judges import make_judge
+from assistant.eval.report import summary_rows, write_results
+from assistant.settings import PACKAGE_ROOT, Settings
+
+RUNS = PACKAGE_ROOT.parent / "evals" / "runs"
+
+
+def run(
+    assistant: Assistant,
+    console: Console,
+    err: Console,
+    *,
+    eval_set: Path | None,
+    judge_name: str,
+    limit: int | None,
+    workers: int | None,
+    out_dir: Path | None,
+    resume: Path | None,
+    fail_under: tuple[str, ...],
+    as_json: bool,
+) -> bool:
+    """Run (or resume) an eval; print the summary; False when a --fail-under threshold fails."""
+    thresholds = parse_thresholds(fail_under)
+    path = eval_set or DEFAULT_EVAL_SET
+    items = load_eval_set(path)[:limit]
+    judge = make_judge(judge_name, assistant.settings, assistant.embedder)
+    remote = assistant.provider.name != "extractive" or judge_name == "llm"
+    started = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    run_dir = resume or out_dir or RUNS / started
+    meta = {
+        "started": started,
+        "eval_set": str(path),
+        "questions": len(items),
+        "provider": assistant.provider.name,
+        "model": assistant.provider.model,
+        "judge": judge_name,
+        "store": str(assistant.store_dir),
+        "embedder": assistant.embedder.name,
+    }
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("answering and judging", total=len(items))
+        rows = run_eval(
+            assistant,
+            items,
+            judge,
+            run_dir,
+            workers or (4 if remote else 1),
+            progress=lambda done, total: bar.update(task, completed=done),
+        )
+    totals = aggregate(rows)
+    results = write_results(run_dir, meta, totals, rows)
+    failed = failures(totals, thresholds)
+    if as_json:
+        console.print_json(
+            json.dumps({"run_dir": str(run_dir), "aggregate": totals, "failed": failed})
+        )
+    else:
+        table = Table(
+            title=f"{len(rows)} questions · {meta['provider']}/{meta['model']} · "
+            f"judge {judge_name}",
+            show_header=True,
+        )
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for name, value in summary_rows(totals):
+            table.add_row(name, value)
+        console.print(table)
+        console.print(f"results: {results}  report: {run_dir / 'report.html'}")
+    for failure in failed:
+        err.print(f"[bold red]fail-under:[/] {failure}")
+    return not failed
+
+
+def print_comparison(console: Console, a: Path, b: Path, as_json: bool) -> None:
+    diff = compare(load_results(a), load_results(b))
+    if as_json:
+        console.print_json(json.dumps(diff))
+        return
+    table = Table(title=f"{a} → {b}")
+    for column in ("metric", "A", "B", "Δ"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+
+    def show(value: Any) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    for row in diff["metrics"]:
+        delta = row["delta"]
+        style = "" if delta is None or abs(delta) < 1e-9 else ("green" if delta > 0 else "red")
+        if row["metric"] in {"latency_p50_ms", "latency_p95_ms", "cost_usd"} and style:
+            style = "red" if style == "green" else "green"  # lower is better there
+        sign = "" if delta is None else ("+" if delta > 0 else "")
+        table.add_row(
+            row["metric"],
+            show(row["a"]),
+            show(row["b"]),
+            f"[{style}]{sign}{show(delta)}[/]" if style else show(delta),
+        )
+    console.print(table)
+    for change in diff["questions"]:
+        console.print(
+            f"{change['id']}: {'; '.join(change['changes'])} — {change['question']}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    if not diff["questions"]:
+        console.print("no question changed its outcome")
+
+
+def print_calibration(
+    console: Console, settings: Settings, pairs_file: Path, judge_name: str, as_json: bool
+) -> None:
+    from assistant.embeddings import make_embedder
+
+    rows = load_pairs(pairs_file)
+    judge = make_judge(judge_name, settings, make_embedder(settings))
+    figures = calibrate(judge, rows)
+    if as_json:
+        console.print_json(json.dumps(figures))
+        return
+    c = figures["confusion"]
+    console.print(
+        f"judge {figures['judge']} on {figures['n']} pairs (threshold "
+        f"{figures['threshold']}): balanced accuracy {figures['balanced_accuracy']:.3f}, "
+        f"ROC AUC {figures['auc']:.3f}"
+    )
+    table = Table(title="confusion (rows: human label, columns: judge)")
+    table.add_column("")
+    table.add_column("supported", justify="right")
+    table.add_column("not_supported", justify="right")
+    for label in ("supported", "not_supported"):
+        table.add_row(label, str(c[label]["supported"]), str(c[label]["not_supported"]))
+    console.print(table)

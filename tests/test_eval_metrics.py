@@ -1,0 +1,174 @@
+"""Each eval metric on small hand-made cases, with a transparent word-overlap judge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from assistant.errors import AssistantError, InputFileError
+from assistant.eval.calibration import balanced_accuracy, load_pairs, roc_auc
+from assistant.eval.citation_quality import citation_quality
+from assistant.eval.claims import cited_sentences
+from assistant.eval.compare import compare, failures, parse_thresholds
+from assistant.eval.dataset import load_eval_set
+from assistant.eval.faithfulness import faithfulness
+from assistant.eval.features import strip_markers
+from assistant.eval.judges import Judge
+from assistant.eval.refusal import Outcome, refusal_scores
+from assistant.eval.relevance import correctness, fact_found
+from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
+from assistant.eval.speed import cost_and_speed
+
+
+class WordJudge(Judge):
+    """Supported when every word of the claim (4+ letters) occurs in the evidence."""
+
+    name = "words"
+
+    def support(self, claim: str, evidence: Sequence[str]) -> float:
+        text = " ".join(evidence).lower()
+        words = [w.strip(".,").lower() for w in strip_markers(claim).split() if len(w) > 3]
+        return float(bool(evidence) and all(w in text for w in words))
+
+
+A = "KVFlow replaces LRU eviction with a workflow-aware policy. It reaches 2.19x speedup."
+B = "THG reduces function evaluations by 30% without retraining."
+
+
+def test_retrieval_metrics():
+    gold = {"a": 1.0, "b": 1.0}
+    assert recall_at_k(["x", "a", "y", "b"], gold, 2) == 0.5
+    assert recall_at_k(["x", "a", "y", "b"], gold, 4) == 1.0
+    assert mrr(["x", "y", "a"], gold) == pytest.approx(1 / 3)
+    assert mrr(["x"], gold) == 0.0
+    assert ndcg_at_k(["a", "b", "x"], gold, 10) == pytest.approx(1.0)
+    # One relevant at rank 2 of 2 relevant: (1/log2(3)) / (1 + 1/log2(3))
+    assert ndcg_at_k(["x", "a"], gold, 10) == pytest.approx(0.6309 / 1.6309, abs=1e-4)
+
+
+def test_sentences_keep_their_citations():
+    rows = cited_sentences("- KVFlow: It uses graphs [1]. It is fast [1][2].\n\nNo marker here.")
+    assert [(r.text, r.citations) for r in rows] == [
+        ("KVFlow: It uses graphs [1].", (1,)),
+        ("It is fast [1][2].", (1, 2)),
+        ("No marker here.", ()),
+    ]
+
+
+def test_faithfulness_counts_claims_supported_by_their_citations():
+    answer = (
+        "KVFlow replaces LRU eviction [1]. THG reduces function evaluations [1]. "
+        "KVFlow runs on Mars [1]."
+    )
+    result = faithfulness(answer, {1: A}, [A, B], WordJudge())
+    assert result.claims == 3
+    assert result.score_cited == pytest.approx(1 / 3)
+    # The THG claim is true of a retrieved abstract, just mis-cited.
+    assert result.score_retrieved == pytest.approx(2 / 3)
+    assert result.unsupported == ["THG reduces function evaluations.", "KVFlow runs on Mars."]
+
+
+def test_citation_recall_and_precision_alce_style():
+    cited = {1: A, 2: B}
+    # Supported by [1]; [2] is irrelevant (neither supports alone nor is needed).
+    q = citation_quality("KVFlow replaces LRU eviction [1][2].", cited, WordJudge())
+    assert (q.recall, q.precision) == (1.0, 0.5)
+    # Needs both: each citation is needed, so both count as relevant.
+    q = citation_quality(
+        "KVFlow replaces LRU and THG reduces evaluations [1][2].", cited, WordJudge()
+    )
+    assert (q.recall, q.precision) == (1.0, 1.0)
+    # An uncited sentence lowers recall; a marker to nothing lowers precision.
+    q = citation_quality(
+        "KVFlow replaces LRU eviction. THG reduces evaluations [2][7].", cited, WordJudge()
+    )
+    assert (q.sentences, q.recall, q.citations, q.precision) == (2, 0.5, 2, 0.5)
+    assert q.f1 == pytest.approx(0.5)
+
+
+def test_correctness_against_reference_facts():
+    answer = "KVFlow is 2.19× faster and served 40000 agents; THG saves 30%."
+    assert fact_found("2.19x", answer) and fact_found("40,000", answer)
+    assert correctness(answer, ["2.19", "30%", "1.83"]) == pytest.approx(2 / 3)
+    assert correctness(answer, []) is None
+
+
+def test_refusal_and_litqa_scores():
+    outcomes = [
+        Outcome(True, False, True),
+        Outcome(True, False, False),
+        Outcome(True, True, False),
+        Outcome(False, True, False),
+        Outcome(False, False, False),
+    ]
+    scores = refusal_scores(outcomes)
+    assert scores["refusal_precision"] == 0.5  # 2 refusals, 1 of them right
+    assert scores["refusal_recall"] == 0.5  # 2 unanswerable, 1 refused
+    assert scores["accuracy"] == pytest.approx(1 / 5)
+    assert scores["precision"] == pytest.approx(1 / 3)
+
+
+def test_cost_and_speed():
+    out = cost_and_speed([100, 200, 300, 400], [10, 10, 10, 10], [1, 2, 3, 4], [0.1, None, 0.2, 0])
+    assert out["latency_p50_ms"] == 250 and out["prompt_tokens"] == 40
+    assert out["completion_tokens"] == 10 and out["cost_usd"] == pytest.approx(0.3)
+
+
+def test_calibration_statistics():
+    assert balanced_accuracy([1, 1, 0, 0], [True, False, False, False]) == 0.75
+    assert roc_auc([1, 1, 0, 0], [0.9, 0.4, 0.5, 0.1]) == 0.75
+    assert roc_auc([1, 0], [0.5, 0.5]) == 0.5
+
+
+def test_pairs_file_errors_name_the_line(tmp_path: Path):
+    good = {"claim": "c", "evidence": "e", "label": "supported"}
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({"claim": "c", "label": "maybe"}) + "\n")
+    with pytest.raises(InputFileError, match=r"pairs.jsonl:2: missing field\(s\) evidence"):
+        load_pairs(path)
+    path.write_text(json.dumps(good) + "\n")
+    assert load_pairs(path)[0]["evidence"] == ["e"]
+
+
+def test_eval_set_validation(tmp_path: Path):
+    path = tmp_path / "set.jsonl"
+    path.write_text('{"id": "a", "question": "Q?"}\n{"id": "b"}\n')
+    with pytest.raises(InputFileError, match=r"set.jsonl:2: question: Field required"):
+        load_eval_set(path)
+    path.write_text('{"id": "a", "question": "Q?"}\n{"id": "a", "question": "R?"}\n')
+    with pytest.raises(InputFileError, match="duplicate id 'a'"):
+        load_eval_set(path)
+
+
+def test_shipped_eval_set_is_well_formed(corpus_papers):
+    items = load_eval_set(Path(__file__).parents[1] / "evals" / "neurips2025.jsonl")
+    ids = {p.paper_id for p in corpus_papers}
+    assert len(items) >= 60
+    assert sum(not i.answerable for i in items) >= 10
+    assert {i.type for i in items} >= {"factual", "multi", "paraphrase", "followup", "unanswerable"}
+    assert all(set(i.gold_papers) <= ids for i in items)
+    assert all(i.gold_papers for i in items if i.answerable)
+
+
+def test_compare_and_thresholds():
+    def run(faith: float, refused: bool) -> dict:
+        row = {
+            "id": "q1",
+            "question": "Q",
+            "refused": refused,
+            "metrics": {"faithfulness": faith, "citation_f1": 1.0},
+        }
+        return {"aggregate": {"faithfulness": faith, "questions": 1}, "questions": [row]}
+
+    diff = compare(run(0.9, False), run(0.5, True))
+    faith = next(m for m in diff["metrics"] if m["metric"] == "faithfulness")
+    assert faith["delta"] == pytest.approx(-0.4)
+    assert diff["questions"][0]["changes"] == ["now refused", "faithfulness 0.90 -> 0.50"]
+    limits = parse_thresholds(("faithfulness=0.8",))
+    assert failures({"faithfulness": 0.5}, limits) == ["faithfulness = 0.500 < 0.8"]
+    assert failures({"faithfulness": 0.9}, limits) == []
+    with pytest.raises(AssistantError, match="METRIC=VALUE"):
+        parse_thresholds(("speed=1",))

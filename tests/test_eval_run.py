@@ -1,0 +1,135 @@
+"""`assistant eval` end to end: offline default, resumable runs, reports, and a deliberately
+unfaithful model (scripted on the loopback server) scoring visibly worse than a faithful one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from assistant import Assistant, load_settings
+from assistant.cli import main
+from assistant.eval.dataset import load_eval_set
+from assistant.eval.harness import METRICS, aggregate, run_eval
+from assistant.eval.judges import OfflineJudge
+from assistant.text import split_sentences
+from tests.openai_server import FakeOpenAI, Reply
+
+EVAL_SET = Path(__file__).parents[1] / "evals" / "neurips2025.jsonl"
+
+
+def _subset(tmp_path: Path, ids: list[str]) -> Path:
+    rows = [line for line in EVAL_SET.read_text().splitlines() if json.loads(line)["id"] in ids]
+    path = tmp_path / "subset.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_offline_judge_separates_support_from_noise(embedder):
+    judge = OfflineJudge(embedder)
+    evidence = [
+        "KVFlow achieves up to 1.83x speedup for single workflows with large prompts, "
+        "and up to 2.19x speedup for scenarios with many concurrent workflows."
+    ]
+    yes = judge.support("KVFlow is up to 2.19x faster with many concurrent workflows.", evidence)
+    no = judge.support("Sourdough bread needs a long cold fermentation.", evidence)
+    assert yes > judge.threshold > no
+
+
+def test_eval_cli_offline_run_and_resume(shipped_store: Path, tmp_path: Path):
+    subset = _subset(tmp_path, ["q01", "q02", "q41", "q52", "q56", "q62"])
+    out = tmp_path / "run"
+    first = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--set",
+            str(subset),
+            "--limit",
+            "3",
+            "--out",
+            str(out),
+            "--store",
+            str(shipped_store),
+        ],
+    )
+    assert first.exit_code == 0, first.output
+    assert len((out / "answers.jsonl").read_text().splitlines()) == 3
+    # Resume: the three answered questions are kept, only the rest is answered.
+    second = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--set",
+            str(subset),
+            "--resume",
+            str(out),
+            "--store",
+            str(shipped_store),
+            "--json",
+            "--fail-under",
+            "refusal_recall=0.99",
+        ],
+    )
+    lines = (out / "answers.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and len({json.loads(x)["id"] for x in lines}) == 6
+    results = json.loads((out / "results.json").read_text())
+    totals = results["aggregate"]
+    assert set(METRICS) <= set(totals) and totals["questions"] == 6
+    assert totals["faithfulness"] == pytest.approx(1.0)  # extractive quotes are faithful
+    assert totals["refusal_recall"] == 0.5  # q56 refused (off-topic); q62 (detail) answered
+    assert second.exit_code == 1 and "refusal_recall = 0.500 < 0.99" in second.stderr
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") >= 3 and "q52" in html
+    assert "| faithfulness | 1.000 |" in (out / "report.md").read_text()
+    compared = CliRunner().invoke(main, ["eval", "--compare", str(out), str(out)])
+    assert compared.exit_code == 0 and "no question changed its outcome" in compared.stdout
+
+
+def _first_sentences(body: dict[str, Any]) -> Reply:
+    """A faithful model: quotes the first two sentences of source 1, cited."""
+    user = body["messages"][-1]["content"]
+    match = re.search(r'<source n="1"[^>]*>\n(.*?)\n</source>', user, re.S)
+    if match is None:
+        return Reply(text="The abstracts I have do not answer this question.")
+    quoted = split_sentences(match.group(1))[:2]
+    return Reply(text=" ".join(s.rstrip(".") + " [1]." for s in quoted))
+
+
+def _fabricate(body: dict[str, Any]) -> Reply:
+    """An unfaithful model: confident claims the sources never make, cited anyway."""
+    return Reply(
+        text="This paper proves that quantum computers solve every NP-complete "
+        "problem in constant time [1]. It was trained on five trillion photos of "
+        "cats using a single laptop [1]."
+    )
+
+
+@pytest.mark.parametrize("unused", [None])
+def test_unfaithful_model_scores_worse(shipped_store, embedder, tmp_path, unused):
+    items = [i for i in load_eval_set(EVAL_SET) if i.answerable][:6]
+    judge = OfflineJudge(embedder)
+    totals = {}
+    for name, responder in (("faithful", _first_sentences), ("unfaithful", _fabricate)):
+        server = FakeOpenAI().start()
+        server.responder = responder
+        settings = load_settings(
+            store={"path": shipped_store},
+            llm={"provider": "openai", "model": "gpt-4o-mini"},
+            openai_base_url=server.base_url,
+        )
+        try:
+            with Assistant(settings, embedder=embedder) as assistant:
+                rows = run_eval(assistant, items, judge, tmp_path / name, workers=2)
+        finally:
+            server.stop()
+        totals[name] = aggregate(rows)
+    good, bad = totals["faithful"], totals["unfaithful"]
+    assert good["faithfulness"] >= 0.8 and bad["faithfulness"] <= 0.2
+    assert good["citation_recall"] - bad["citation_recall"] >= 0.5
+    assert good["answer_relevance"] > bad["answer_relevance"]
+    assert good["prompt_tokens"] == bad["prompt_tokens"] == 120 * 6  # provider-reported usage
