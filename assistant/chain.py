@@ -6,6 +6,7 @@ the provider's text as it arrives, then the checked ``Answer``.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,17 @@ def nearest_papers(hits: list[Hit], n: int = 3) -> str:
     return f" Nearest abstracts found: {names}."
 
 
+def names_a_paper(question: str, hits: list[Hit]) -> bool:
+    """The question names a retrieved paper ("What does MINJA do?"): relevant by definition,
+    however little the embedder knows the name."""
+    words = set(re.findall(r"[\w.-]+", question.lower()))
+    return any(
+        h.label.lower() in words or (len(h.label) > 12 and h.label.lower() in question.lower())
+        for h in hits
+        if "…" not in h.label and len(h.label) >= 3
+    )
+
+
 def is_refusal(text: str) -> bool:
     return CANNOT_ANSWER.lower().rstrip(".") in " ".join(text.lower().split())
 
@@ -71,7 +83,8 @@ class AnswerChain:
         hits = self.search(request.search_query or request.question, request.k, request.filters)
         best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
         if best < self.settings.min_similarity and not (request.pinned and hits):
-            return hits, None
+            if not names_a_paper(request.search_query or request.question, hits):
+                return hits, None
         question = request.search_query or request.question
         context = build_context(
             question, hits, self.settings.context_tokens, self.count, pinned=request.pinned

@@ -126,6 +126,7 @@ def zscore_fuse(
 class Candidates:
     """What each retriever found for a query, one row per paper, best first."""
 
+    heads: list[tuple[str, str, float]]  # (paper_id, first chunk id, cosine)
     chunks: list[tuple[str, str, float]]  # (paper_id, best chunk id, cosine)
     sentences: list[tuple[str, str, float]]  # (paper_id, best sentence id, cosine)
     lexical: list[tuple[str, float]]  # (paper_id, BM25 score)
@@ -159,9 +160,13 @@ class HybridRetriever:
     def candidates(self, query: str, n: int, filters: dict[str, FilterValue]) -> Candidates:
         cfg = self.settings
         where = _chroma_where(filters)
-        vector = (
-            self.embedder.embed_query(query) if cfg.chunk_weight or cfg.sentence_weight else None
-        )
+        dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
+        vector = self.embedder.embed_query(query) if dense else None
+        heads: list[tuple[str, str, float]] = []
+        if vector is not None and cfg.head_weight:
+            # A paper's first chunk is its title and opening: how the whole abstract reads.
+            head_where = _chroma_where({**filters, "chunk": 0})
+            heads = _best_per_paper(self.vectors.query(vector, n, head_where), n)
         chunks: list[tuple[str, str, float]] = []
         sentences: list[tuple[str, str, float]] = []
         if vector is not None and cfg.chunk_weight:
@@ -173,26 +178,17 @@ class HybridRetriever:
         if cfg.lexical_weight:
             allowed = self.catalog.ids_matching(filters) if filters else None
             lexical = self.lexical.search(query, n, allowed)
-        return Candidates(chunks, sentences, lexical)
+        return Candidates(heads, chunks, sentences, lexical)
 
     def fuse(self, found: Candidates) -> list[tuple[str, float]]:
         cfg = self.settings
-        weights = [cfg.chunk_weight, cfg.sentence_weight, cfg.lexical_weight]
+        weights = [cfg.head_weight, cfg.chunk_weight, cfg.sentence_weight, cfg.lexical_weight]
+        dense = [found.heads, found.chunks, found.sentences]
         if cfg.fusion == "rrf":
-            rankings = [
-                [c[0] for c in found.chunks],
-                [c[0] for c in found.sentences],
-                [p for p, _ in found.lexical],
-            ]
-            return fuse(rankings, weights, cfg.rrf_k)
-        return zscore_fuse(
-            [
-                {c[0]: c[2] for c in found.chunks},
-                {c[0]: c[2] for c in found.sentences},
-                dict(found.lexical),
-            ],
-            weights,
-        )
+            rankings = [[c[0] for c in rows] for rows in dense]
+            return fuse([*rankings, [p for p, _ in found.lexical]], weights, cfg.rrf_k)
+        scores = [{c[0]: c[2] for c in rows} for rows in dense]
+        return zscore_fuse([*scores, dict(found.lexical)], weights)
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

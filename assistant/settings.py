@@ -99,8 +99,11 @@ class RetrievalSettings(_Section):
         description="zscore: weighted sum of each retriever's standardised scores (default, "
         "tuned on SciFact train). rrf: weighted reciprocal rank fusion.",
     )
-    chunk_weight: float = Field(0.8, ge=0, description="Weight of dense chunk similarity.")
-    sentence_weight: float = Field(1.0, ge=0, description="Weight of best-sentence similarity.")
+    head_weight: float = Field(
+        0.4, ge=0, description="Weight of the similarity of a paper's first chunk (its head)."
+    )
+    chunk_weight: float = Field(0.4, ge=0, description="Weight of best-chunk similarity.")
+    sentence_weight: float = Field(0.8, ge=0, description="Weight of best-sentence similarity.")
     lexical_weight: float = Field(1.0, ge=0, description="Weight of BM25.")
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal rank fusion constant.")
 
@@ -134,7 +137,7 @@ class LLMSettings(_Section):
         1000, ge=10, le=20_000, description="Longest question accepted, in tokens."
     )
     min_similarity: float = Field(
-        0.25,
+        0.28,
         ge=-1,
         le=1,
         description="Refuse when no retrieved passage is at least this similar (cosine) to "

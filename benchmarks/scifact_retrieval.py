@@ -91,32 +91,34 @@ def tune(
     found: dict[str, Candidates], qrels: dict[str, dict[str, float]], cfg: RetrievalSettings
 ) -> None:
     results = []
-    grid = [0.0, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5]
-    for wc, ws in itertools.product(grid, grid):
+    grid = [0.0, 0.4, 0.8, 1.2]
+    for wh, wc, ws in itertools.product(grid, grid, grid):
         trial = cfg.model_copy(
             update={
                 "fusion": "zscore",
+                "head_weight": wh,
                 "chunk_weight": wc,
                 "sentence_weight": ws,
                 "lexical_weight": 1.0,
             }
         )
-        results.append((score(fused(found, trial), qrels), wc, ws))
+        results.append((score(fused(found, trial), qrels), wh, wc, ws))
     print(f"train queries: {len(qrels)}")
     for k in (10, 30, 60):
         trial = cfg.model_copy(
             update={
                 "fusion": "rrf",
                 "rrf_k": k,
+                "head_weight": 1.0,
                 "chunk_weight": 1.0,
                 "sentence_weight": 1.0,
                 "lexical_weight": 1.0,
             }
         )
-        print(f"  rrf k={k} (1:1:1)  nDCG@10={score(fused(found, trial), qrels)[0]:.4f}")
-    for (ndcg, recall), wc, ws in sorted(results, reverse=True)[:8]:
+        print(f"  rrf k={k} (1:1:1:1)  nDCG@10={score(fused(found, trial), qrels)[0]:.4f}")
+    for (ndcg, recall), wh, wc, ws in sorted(results, reverse=True)[:10]:
         print(
-            f"  zscore chunk={wc:<4} sentence={ws:<4} lexical=1.0  "
+            f"  zscore head={wh:<4} chunk={wc:<4} sentence={ws:<4} lexical=1.0  "
             f"nDCG@10={ndcg:.4f} R@100={recall:.4f}"
         )
 
@@ -152,33 +154,33 @@ def main() -> int:
         tune(found, qrels, cfg)
         return 0
 
-    plain = cfg.model_copy(
-        update={
-            "fusion": "rrf",
-            "rrf_k": 60,
-            "chunk_weight": 1.0,
-            "sentence_weight": 0.0,
-            "lexical_weight": 1.0,
-        }
-    )
-    rrf3 = cfg.model_copy(
-        update={
-            "fusion": "rrf",
-            "rrf_k": 60,
-            "chunk_weight": 1.0,
-            "sentence_weight": 1.0,
-            "lexical_weight": 1.0,
-        }
-    )
+    def variant(fusion: str, head: float, chunk: float, sentence: float) -> RetrievalSettings:
+        return cfg.model_copy(
+            update={
+                "fusion": fusion,
+                "rrf_k": 60,
+                "head_weight": head,
+                "chunk_weight": chunk,
+                "sentence_weight": sentence,
+                "lexical_weight": 1.0,
+            }
+        )
+
     table = [
+        ("dense: MiniLM heads (first chunk of each paper)", alone(found, "heads")),
         ("dense: MiniLM chunks (best chunk per paper)", alone(found, "chunks")),
         ("dense: MiniLM sentences (best sentence per paper)", alone(found, "sentences")),
         ("BM25 (bm25s, Snowball stemmer)", alone(found, "lexical")),
-        ("hybrid: RRF k=60, chunks + BM25", fused(found, plain)),
-        ("hybrid: RRF k=60, chunks + sentences + BM25", fused(found, rrf3)),
+        ("hybrid: RRF k=60, chunks + BM25", fused(found, variant("rrf", 0, 1, 0))),
+        ("hybrid: RRF k=60, all four, equal weights", fused(found, variant("rrf", 1, 1, 1))),
         (
-            f"**hybrid, default**: z-score fusion, weights {cfg.chunk_weight:g} / "
-            f"{cfg.sentence_weight:g} / {cfg.lexical_weight:g}",
+            "hybrid: z-score, chunks 0.4 + sentences 0.8 + BM25 1",
+            fused(found, variant("zscore", 0, 0.4, 0.8)),
+        ),
+        (
+            f"**hybrid, default**: z-score, heads {cfg.head_weight:g} + chunks "
+            f"{cfg.chunk_weight:g} + sentences {cfg.sentence_weight:g} + BM25 "
+            f"{cfg.lexical_weight:g}",
             fused(found, cfg),
         ),
     ]

@@ -291,3 +291,9 @@ def test_extractive_refuses_outside_the_corpus(shipped):
         answer = shipped.ask(question)
         assert answer.refused and answer.text.startswith(CANNOT_ANSWER)
         assert answer.citations == [] and "Nearest abstracts found" in answer.text
+
+
+def test_a_question_naming_a_paper_is_never_refused(shipped):
+    # MiniLM has never seen the word "MINJA", so similarity alone would refuse this.
+    answer = shipped.ask("What does MINJA do?")
+    assert not answer.refused and answer.citations[0].label == "MINJA"

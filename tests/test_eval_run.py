@@ -133,3 +133,42 @@ def test_unfaithful_model_scores_worse(shipped_store, embedder, tmp_path, unused
     assert good["citation_recall"] - bad["citation_recall"] >= 0.5
     assert good["answer_relevance"] > bad["answer_relevance"]
     assert good["prompt_tokens"] == bad["prompt_tokens"] == 120 * 6  # provider-reported usage
+
+
+def test_calibrate_cli_json_contract(tmp_path: Path):
+    evidence = ["KVFlow achieves up to 2.19x speedup with many concurrent workflows."]
+    rows = [
+        {
+            "claim": "KVFlow is up to 2.19x faster with many concurrent workflows.",
+            "evidence": evidence,
+            "label": "supported",
+        },
+        {
+            "claim": "KVFlow gets its speedup from concurrent workflows.",
+            "evidence": evidence,
+            "label": "supported",
+        },
+        {
+            "claim": "Sourdough needs a cold fermentation.",
+            "evidence": evidence,
+            "label": "not_supported",
+        },
+        {
+            "claim": "Protein folding is solved by KVFlow.",
+            "evidence": evidence,
+            "label": "not_supported",
+        },
+    ]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(pairs), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert set(figures) == {"judge", "n", "balanced_accuracy", "auc", "confusion", "scores"}
+    assert figures["judge"] == "offline" and figures["n"] == 4 and len(figures["scores"]) == 4
+    assert figures["auc"] == 1.0 and figures["balanced_accuracy"] == 1.0
+    assert figures["confusion"]["supported"] == {"supported": 2, "not_supported": 0}
+    human = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(pairs)])
+    assert "balanced accuracy 1.000" in human.stdout
+    bad = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(tmp_path / "nope.jsonl")])
+    assert bad.exit_code == 1 and "cannot read pairs" in bad.stderr

@@ -78,7 +78,6 @@ def calibrate(judge: Judge, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "judge": judge.name,
         "n": len(rows),
-        "threshold": judge.threshold,
         "balanced_accuracy": round(balanced_accuracy(y, predicted), 4),
         "auc": round(roc_auc(y, scores), 4),
         "confusion": {

@@ -146,7 +146,7 @@ def print_calibration(
     c = figures["confusion"]
     console.print(
         f"judge {figures['judge']} on {figures['n']} pairs (threshold "
-        f"{figures['threshold']}): balanced accuracy {figures['balanced_accuracy']:.3f}, "
+        f"{judge.threshold}): balanced accuracy {figures['balanced_accuracy']:.3f}, "
         f"ROC AUC {figures['auc']:.3f}"
     )
     table = Table(title="confusion (rows: human label, columns: judge)")

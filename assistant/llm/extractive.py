@@ -132,7 +132,7 @@ class ExtractiveProvider(Provider):
                     continue
                 # Stay on topic: far weaker than the best sentence is not worth quoting.
                 floor = -1.0 if context.pinned else self.min_similarity
-                if cand.similarity < floor or cand.score < 0.5 * best:
+                if cand.similarity < floor or cand.score < 0.65 * best:
                     continue
                 overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
                 value = cand.score - self.redundancy * max(0.0, overlap - 0.5)
