@@ -25,7 +25,7 @@ lint: setup
 test: setup
 	$(VENV)/bin/pytest
 
-check: lint test eval-smoke   ## what CI runs: lint, types, tests, a small offline eval
+check: lint eval-smoke test   ## what CI runs: lint, types, a small offline eval, tests
 
 eval-smoke: setup      ## 8 questions, extractive provider, offline judge, into a scratch store
 	rm -rf .ci-store evals/runs/ci

@@ -115,6 +115,16 @@ def ingest(
         sys.exit(1)
 
 
+def filter_option(func: F) -> F:
+    return click.option(
+        "--filter",
+        "filters",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
+    )(func)
+
+
 def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
     filters = {}
     for item in values:
@@ -128,13 +138,7 @@ def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
 @main.command()
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Papers to return.")
-@click.option(
-    "--filter",
-    "filters",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
-)
+@filter_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
 @store_options
 def search(
@@ -199,13 +203,7 @@ def llm_overrides(provider: str | None, model: str | None, base_url: str | None)
 @main.command()
 @click.argument("question")
 @click.option("-k", "k", type=click.IntRange(1, 50), default=None, help="Papers to retrieve.")
-@click.option(
-    "--filter",
-    "filters",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
-)
+@filter_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
 @click.option("--no-stream", is_flag=True, help="Print the answer only when it is complete.")
 @llm_options

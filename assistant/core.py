@@ -155,13 +155,8 @@ class Assistant:
     ) -> IngestReport:
         """Index papers built in Python (see ``assistant.corpus.make_paper``)."""
         loaded = LoadResult()
-        seen: set[str] = set()
         for paper in papers:
-            if paper.paper_id in seen:
-                loaded.duplicates += 1
-                continue
-            seen.add(paper.paper_id)
-            loaded.papers.append(paper)
+            loaded.add(paper)
         return self._ingestor().run(loaded, prune=prune, progress=progress)
 
     def search(

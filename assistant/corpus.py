@@ -84,6 +84,15 @@ class LoadResult:
     duplicates: int = 0
     files: list[Path] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)  # first lines of seed files
+    _seen: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, paper: Paper) -> None:
+        """Keep the paper unless one with the same id is already here (then count it)."""
+        if paper.paper_id in self._seen:
+            self.duplicates += 1
+            return
+        self._seen.add(paper.paper_id)
+        self.papers.append(paper)
 
 
 def make_paper(record: dict[str, Any], source: str) -> Paper:
@@ -220,7 +229,6 @@ def expand_paths(paths: Iterable[Path]) -> Iterator[Path]:
 def load_corpus(paths: Iterable[Path]) -> LoadResult:
     """Every paper from every path, deduplicated by ``paper_id`` (the first one wins)."""
     result = LoadResult()
-    seen: set[str] = set()
     for path in expand_paths(paths):
         try:
             papers, problems = load_file(path)
@@ -233,9 +241,5 @@ def load_corpus(paths: Iterable[Path]) -> LoadResult:
             with path.open(encoding="utf-8", errors="replace") as handle:
                 result.headers.append(normalize_text(handle.readline().lstrip("\ufeff")))
         for paper in papers:
-            if paper.paper_id in seen:
-                result.duplicates += 1
-                continue
-            seen.add(paper.paper_id)
-            result.papers.append(paper)
+            result.add(paper)
     return result

@@ -28,7 +28,7 @@ from assistant.eval.relevance import answer_relevance, correctness
 from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
 from assistant.eval.speed import cost_and_speed
 
-METRICS = (  # aggregate metrics, higher is better; the order of the report
+PER_QUESTION = (  # scored on each answer, then averaged
     "recall@5",
     "recall@10",
     "mrr",
@@ -40,11 +40,9 @@ METRICS = (  # aggregate metrics, higher is better; the order of the report
     "citation_f1",
     "answer_relevance",
     "correctness",
-    "refusal_precision",
-    "refusal_recall",
-    "accuracy",
-    "precision",
 )
+# Every aggregate metric, higher is better, in the order of the report.
+METRICS = (*PER_QUESTION, "refusal_precision", "refusal_recall", "accuracy", "precision")
 
 
 def _converse(assistant: Assistant, conversation: Conversation, question: str) -> Answer:
@@ -81,21 +79,7 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
         "completion_tokens": answer.usage.completion_tokens,
         "cost_usd": answer.usage.cost_usd,
     }
-    metrics: dict[str, float | None] = dict.fromkeys(
-        [
-            "recall@5",
-            "recall@10",
-            "mrr",
-            "ndcg@10",
-            "faithfulness",
-            "faithfulness_retrieved",
-            "citation_recall",
-            "citation_precision",
-            "citation_f1",
-            "answer_relevance",
-            "correctness",
-        ]
-    )
+    metrics: dict[str, float | None] = dict.fromkeys(PER_QUESTION)
     if item.answerable and gold:
         metrics.update(
             {
@@ -137,7 +121,7 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"questions": len(rows)}
-    for name in METRICS[:11]:
+    for name in PER_QUESTION:
         values = [r["metrics"][name] for r in rows if r["metrics"].get(name) is not None]
         out[name] = round(statistics.mean(values), 4) if values else None
     outcomes = [Outcome(r["answerable"], r["refused"], r["correct"]) for r in rows]
