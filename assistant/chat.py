@@ -105,23 +105,11 @@ class ChatSession:
             filters["paper_id"] = [p.paper_id for p in resolution.papers]
         if resolution.query != question:
             self.say(f"(searching: {resolution.query})", "dim")
-        answer: Answer | None = None
-        streamed = False
-        for piece in self.assistant.stream(
+        pieces = self.assistant.stream(
             question, k=self.k, filters=filters, search_query=resolution.query
-        ):
-            if isinstance(piece, Answer):
-                answer = piece
-            else:
-                self.console.print(render.highlight_citations(piece), end="", soft_wrap=True)
-                streamed = True
-        assert answer is not None
-        if streamed:
-            self.console.print()
-        if answer.refused or any(w.startswith("removed citation") for w in answer.warnings):
-            if streamed:
-                self.say("checked answer:", "bold")
-            self.console.print(render.highlight_citations(answer.text), soft_wrap=True)
+        )
+        answer, streamed = render.stream_answer(self.console, pieces)
+        render.checked_text(self.console, answer, streamed)
         line = render.sources_line(answer)
         if line:
             self.console.print(line, soft_wrap=True)

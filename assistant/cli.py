@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-from rich.text import Text
 
 from assistant import render
 from assistant.answer import Answer
@@ -228,31 +227,13 @@ def ask(
             click.echo(json.dumps(result.to_json(), ensure_ascii=False))
             return
         console = Console(highlight=False)
-        streamed = False
-        answer: Answer | None = None
-        for piece in assistant.stream(question, k=k, filters=parse_filters(filters)):
-            if isinstance(piece, Answer):
-                answer = piece
-            elif not no_stream:
-                console.print(render.highlight_citations(piece), end="", soft_wrap=True)
-                streamed = True
-        assert answer is not None
+        pieces = assistant.stream(question, k=k, filters=parse_filters(filters))
+        answer, streamed = render.stream_answer(console, pieces, show=not no_stream)
         print_answer(console, answer, streamed)
 
 
 def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
-    """After streaming, the checked text replaces nothing; only refusals and repairs reprint."""
-    if (
-        streamed
-        and not answer.refused
-        and not any(w.startswith("removed citation") for w in answer.warnings)
-    ):
-        console.print()
-    else:
-        if streamed:
-            console.print()
-            console.print(Text("checked answer:", style="bold"))
-        console.print(render.highlight_citations(answer.text), soft_wrap=True)
+    render.checked_text(console, answer, streamed)
     console.print()
     render.answer_footer(console, answer)
 

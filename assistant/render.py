@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -86,6 +87,36 @@ def sources_line(answer: Answer) -> Text:
     line.append(" · ".join(parts))
     line.highlight_regex(_MARK, "bold cyan")
     return line
+
+
+def stream_answer(
+    console: Console, pieces: Iterable[str | Answer], show: bool = True
+) -> tuple[Answer, bool]:
+    """Print text pieces as they arrive (citations highlighted); return the checked Answer and
+    whether anything was streamed."""
+    answer: Answer | None = None
+    streamed = False
+    for piece in pieces:
+        if isinstance(piece, Answer):
+            answer = piece
+        elif show:
+            console.print(highlight_citations(piece), end="", soft_wrap=True)
+            streamed = True
+    if answer is None:
+        raise RuntimeError("the answer stream ended without an Answer")
+    return answer, streamed
+
+
+def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
+    """After streaming: reprint the answer only when the checked text differs from what was
+    streamed (a refusal, or markers removed); print it when nothing was streamed."""
+    changed = answer.refused or any(w.startswith("removed citation") for w in answer.warnings)
+    if streamed:
+        console.print()
+        if not changed:
+            return
+        console.print(Text("checked answer:", style="bold"))
+    console.print(highlight_citations(answer.text), soft_wrap=True)
 
 
 def answer_footer(console: Console, answer: Answer) -> None:
