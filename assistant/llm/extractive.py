@@ -2,8 +2,9 @@
 the question, each cited, so every claim is faithful by construction.
 
 Sentence score = cosine(question, sentence) with MiniLM + 0.25 x the share of the question's
-terms the sentence contains + 0.05 when it states a contribution ("we propose", "we show") + a
-small bonus for better-ranked papers. Sentences are picked
+terms the sentence contains + 0.05 when it states a contribution ("we propose", "we show")
++ 0.08 when the question asks for a quantity and the sentence has a number + a small bonus for
+better-ranked papers. Sentences are picked
 greedily with a redundancy penalty (maximal marginal relevance), at most three per paper, then
 printed paper by paper in source order and, within a paper, in the abstract's own order.
 """
@@ -36,6 +37,14 @@ _CONTRIBUTION = re.compile(
     re.IGNORECASE,
 )
 
+
+# Questions that ask for a quantity are answered by sentences with numbers in them.
+_QUANTITY_QUESTION = re.compile(
+    r"\b(?:how (?:many|much|fast|large|big|long|often)|by how much|what (?:percentage|"
+    r"fraction|accuracy|speed-?up|score|number|size)|to what extent)\b",
+    re.IGNORECASE,
+)
+_HAS_NUMBER = re.compile(r"\d")
 
 # "Code is available at https://..." answers nothing.
 _BOILERPLATE = re.compile(
@@ -71,7 +80,7 @@ class ExtractiveProvider(Provider):
         embedder: Embedder,
         sentences: int = 5,
         per_paper: int = 3,
-        min_similarity: float = 0.25,
+        min_similarity: float = 0.15,
         redundancy: float = 0.6,
         lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
     ):
@@ -107,6 +116,7 @@ class ExtractiveProvider(Provider):
         vectors = self._vectors([r[3] for r in rows], [r[2] for r in rows])
         similarity = vectors @ self.embedder.embed_query(context.question)
         query_terms = set(analyze([context.question])[0])
+        wants_quantity = bool(_QUANTITY_QUESTION.search(context.question))
         sentence_terms = analyze([r[2] for r in rows])
         candidates = []
         for (n, i, s, _), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
@@ -114,6 +124,8 @@ class ExtractiveProvider(Provider):
             cue = 0.05 if _CONTRIBUTION.search(s) else 0.0
             if _BOILERPLATE.search(s):
                 cue -= 0.3
+            if wants_quantity and _HAS_NUMBER.search(s):
+                cue += 0.08
             score = float(sim) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim)))
         return candidates, vectors

@@ -32,6 +32,5 @@ def make_provider(
     return ExtractiveProvider(
         embedder,
         sentences=cfg.extractive_sentences,
-        min_similarity=cfg.min_similarity,
         lookup=lookup,
     )
