@@ -80,20 +80,23 @@ class AnswerChain:
                 f"the question is longer than {self.settings.max_question_tokens} tokens; "
                 "shorten it (or raise ASSISTANT_LLM__MAX_QUESTION_TOKENS)"
             )
-        hits = self.search(request.search_query or request.question, request.k, request.filters)
+        query = request.search_query or request.question
+        hits = self.search(query, request.k, request.filters)
         best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
-        if best < self.settings.min_similarity and not (request.pinned and hits):
-            if not names_a_paper(request.search_query or request.question, hits):
-                return hits, None
-        question = request.search_query or request.question
+        relevant = (
+            best >= self.settings.min_similarity
+            or (request.pinned and bool(hits))
+            or names_a_paper(query, hits)
+        )
+        if not relevant:
+            return hits, None
         context = build_context(
-            question, hits, self.settings.context_tokens, self.count, pinned=request.pinned
+            query, hits, self.settings.context_tokens, self.count, pinned=request.pinned
         )
         return hits, context if context.sources else None
 
     def _estimate_usage(self, context: Context, text: str) -> Usage:
-        if self.provider.name == "extractive":
-            return Usage(estimated=False, cost_usd=0.0)
+        """tiktoken counts, for providers that report no usage of their own."""
         prompt = render("answer_user", question=context.question, sources=context.block)
         system = render("answer_system", cannot_answer=CANNOT_ANSWER)
         return Usage(
@@ -113,7 +116,7 @@ class AnswerChain:
     ) -> Answer:
         answer = Answer(
             question=request.question,
-            text="",
+            text=CANNOT_ANSWER + nearest_papers(hits),  # until a checked, cited answer replaces it
             refused=True,
             citations=[],
             retrieved=hits,
@@ -123,28 +126,23 @@ class AnswerChain:
             search_query=request.search_query,
         )
         if context is None:
-            answer.text = CANNOT_ANSWER + nearest_papers(hits)
             answer.warnings.append("no retrieved abstract is close enough to the question")
         else:
             checked = check_citations(text, context.sources)
             answer.warnings.extend(checked.warnings)
             answer.uncited_sentences = checked.uncited
-            if not text.strip():
-                answer.text = CANNOT_ANSWER + nearest_papers(hits)
-                answer.warnings.append("the model returned an empty answer")
-            elif is_refusal(checked.text) and not checked.citations:
-                answer.text = CANNOT_ANSWER + nearest_papers(hits)
-            elif not checked.citations:
-                answer.text = CANNOT_ANSWER + nearest_papers(hits)
-                answer.warnings.append(
-                    "the model's answer cited no source, so it is not shown: "
-                    + " ".join(checked.text.split())[:300]
-                )
-            else:
+            if checked.citations:
                 answer.text, answer.citations, answer.refused = (
                     checked.text,
                     checked.citations,
                     False,
+                )
+            elif not text.strip():
+                answer.warnings.append("the model returned an empty answer")
+            elif not is_refusal(checked.text):
+                answer.warnings.append(
+                    "the model's answer cited no source, so it is not shown: "
+                    + " ".join(checked.text.split())[:300]
                 )
             if context.dropped:
                 answer.warnings.append(

@@ -162,18 +162,19 @@ class HybridRetriever:
         where = _chroma_where(filters)
         dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
         vector = self.embedder.embed_query(query) if dense else None
-        heads: list[tuple[str, str, float]] = []
-        if vector is not None and cfg.head_weight:
-            # A paper's first chunk is its title and opening: how the whole abstract reads.
-            head_where = _chroma_where({**filters, "chunk": 0})
-            heads = _best_per_paper(self.vectors.query(vector, n, head_where), n)
-        chunks: list[tuple[str, str, float]] = []
-        sentences: list[tuple[str, str, float]] = []
-        if vector is not None and cfg.chunk_weight:
-            # Papers have a few chunks each; ask for enough chunks to cover n papers.
-            chunks = _best_per_paper(self.vectors.query(vector, n * 3, where), n)
-        if vector is not None and cfg.sentence_weight and self.sentences is not None:
-            sentences = _best_per_paper(self.sentences.query(vector, n * 6, where), n)
+
+        def nearest(
+            store: ChromaVectors | None, weight: float, count: int, where: dict[str, Any] | None
+        ) -> list[tuple[str, str, float]]:
+            if vector is None or not weight or store is None:
+                return []
+            return _best_per_paper(store.query(vector, count, where), n)
+
+        # A paper's first chunk is its title and opening: how the whole abstract reads.
+        heads = nearest(self.vectors, cfg.head_weight, n, _chroma_where({**filters, "chunk": 0}))
+        # Papers have a few chunks and many sentences: ask for enough to cover n papers.
+        chunks = nearest(self.vectors, cfg.chunk_weight, n * 3, where)
+        sentences = nearest(self.sentences, cfg.sentence_weight, n * 6, where)
         lexical: list[tuple[str, float]] = []
         if cfg.lexical_weight:
             allowed = self.catalog.ids_matching(filters) if filters else None
