@@ -142,10 +142,11 @@ class Conversation:
         previous = self.turns[-1].search_query
         if self._is_follow_up(question):
             new_terms = set(analyze([question])[0])
+            words = previous.split()
             carried = [
-                w
-                for w in previous.split()
-                if analyze([w])[0] and analyze([w])[0][0] not in new_terms
+                word
+                for word, terms in zip(words, analyze(words), strict=True)
+                if terms and terms[0] not in new_terms
             ]
             return f"{stripped} {' '.join(carried[:12])}"
         return question

@@ -135,16 +135,20 @@ class ExtractiveProvider(Provider):
         if not candidates:
             return []
         best = max(c.score for c in candidates)
+        # Stay on topic: far weaker than the best sentence is not worth quoting.
+        floor = -1.0 if context.pinned else self.min_similarity
+        eligible = [
+            idx
+            for idx, cand in enumerate(candidates)
+            if cand.similarity >= floor and cand.score >= 0.65 * best
+        ]
         chosen: list[int] = []
         per_paper: dict[int, int] = {}
         while len(chosen) < self.sentences:
             pick, pick_value = -1, -np.inf
-            for idx, cand in enumerate(candidates):
+            for idx in eligible:
+                cand = candidates[idx]
                 if idx in chosen or per_paper.get(cand.source, 0) >= self.per_paper:
-                    continue
-                # Stay on topic: far weaker than the best sentence is not worth quoting.
-                floor = -1.0 if context.pinned else self.min_similarity
-                if cand.similarity < floor or cand.score < 0.65 * best:
                     continue
                 overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
                 value = cand.score - self.redundancy * max(0.0, overlap - 0.5)
