@@ -101,15 +101,37 @@ class MiniLMEmbedder(Embedder):
             )
             self._tokenizer = tokenizer
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _run(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """Token states (batch, tokens, dim), the attention mask and the encodings."""
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
+        return self._session.run(None, feeds)[0], mask, encodings
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        hidden, mask, _ = self._run(texts)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise(pooled)
+
+    def token_vectors(self, texts: Sequence[str]) -> list[tuple[np.ndarray, list[str]]]:
+        """Contextual vectors of each text's word pieces, L2-normalised, with the pieces.
+
+        [CLS] and [SEP] are dropped. The offline judge aligns claim pieces to evidence pieces
+        with these (a BERTScore-style recall).
+        """
+        if self._session is None:
+            self._load()
+        out: list[tuple[np.ndarray, list[str]]] = [(np.zeros((0, self.dim)), [])] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            hidden, mask, encodings = self._run([texts[i] for i in idx])
+            for row, i in enumerate(idx):
+                n = int(mask[row].sum())
+                out[i] = (_normalise(hidden[row, 1 : n - 1]), encodings[row].tokens[1 : n - 1])
+        return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -1,19 +1,23 @@
 """Features for the offline support judge: does the evidence state the claim?
 
 Each feature is cheap and explainable: embedding similarity to the best evidence sentence, how
-many of the claim's terms, bigrams and numbers the evidence contains, and whether a negation
-appears on one side only. A logistic model over them is fitted on SciFact (see
+many of the claim's terms, bigrams and numbers the evidence contains, how well the claim's word
+pieces align with the evidence's in context (BERTScore-style recall, same MiniLM forward pass),
+whether a negation appears on one side only, and whether the best sentence moves the claim's
+quantity the other way (polarity.py). A logistic model over them is fitted on SciFact (see
 evals/judge/fit_offline_judge.py) and shipped as JSON.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 
 import numpy as np
 
-from assistant.embeddings import Embedder
+from assistant.embeddings import MiniLMEmbedder
+from assistant.eval.polarity import aligned_polarity
 from assistant.lexical import analyze
 from assistant.text import split_sentences
 
@@ -27,6 +31,10 @@ FEATURES = (
     "has_numbers",
     "negation_mismatch",
     "claim_terms_log",
+    "token_recall_best",
+    "token_recall_all",
+    "direction_conflict",
+    "direction_agree",
 )
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*%?")
 _NEGATION = re.compile(
@@ -35,6 +43,12 @@ _NEGATION = re.compile(
     r"lower|inhibit[s]?|prevent[s]?)\b",
     re.IGNORECASE,
 )
+# Word pieces that carry no content: left out of the claim side of the token alignment.
+_FILLER = frozenset(
+    "the of in and a an to is are was were be been by for with on at as that this these those "
+    "from or it its their which we our than also can may into".split()
+) | frozenset(string.punctuation)
+_CACHE_LIMIT = 200_000
 _MARKERS = re.compile(r"\s*\[\d+(?:\s*[,;\-–]\s*\d+)*\]")
 
 
@@ -51,21 +65,53 @@ def _bigrams(terms: list[str]) -> set[tuple[str, str]]:
 
 
 class FeatureExtractor:
-    """Computes FEATURES for (claim, evidence) pairs, caching sentence embeddings."""
+    """Computes FEATURES for (claim, evidence) pairs, caching MiniLM outputs per text."""
 
-    def __init__(self, embedder: Embedder):
+    def __init__(self, embedder: MiniLMEmbedder):
         self.embedder = embedder
-        self._cache: dict[str, np.ndarray] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._pieces: dict[str, tuple[np.ndarray, list[str]]] = {}
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if len(self._vectors) + len(missing) > _CACHE_LIMIT:  # bound memory on long runs
+            self._vectors.clear()
+            missing = list(dict.fromkeys(texts))
         if missing:
             for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
-                self._cache[text] = vector
-        if len(self._cache) > 200_000:  # bound memory on long calibration runs
-            self._cache.clear()
-            return self._embed(texts)
-        return np.stack([self._cache[t] for t in texts])
+                self._vectors[text] = vector
+        return np.stack([self._vectors[t] for t in texts])
+
+    def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._pieces]
+        if len(self._pieces) + len(missing) > _CACHE_LIMIT // 10:
+            self._pieces.clear()
+            missing = list(dict.fromkeys(texts))
+        if missing:
+            for text, states in zip(missing, self.embedder.token_vectors(missing), strict=True):
+                self._pieces[text] = states
+        return [self._pieces[t][0] for t in texts]
+
+    def _claim_pieces(self, claim: str) -> np.ndarray:
+        vectors = self._token_vectors([claim])[0]
+        pieces = self._pieces[claim][1]
+        keep = np.array([p not in _FILLER for p in pieces], dtype=bool)
+        return vectors[keep] if keep.any() else vectors
+
+    def token_recalls(self, claim: str, sentences: list[str]) -> np.ndarray:
+        """Per sentence: mean over the claim's pieces of their best match in the sentence,
+        plus, last, the same against all sentences together."""
+        claim_vectors = self._claim_pieces(claim)
+        best = [
+            (claim_vectors @ v.T).max(axis=1) if len(v) and len(claim_vectors) else None
+            for v in self._token_vectors(sentences)
+        ]
+        present = [b for b in best if b is not None]
+        if not present:
+            return np.zeros(len(sentences) + 1)
+        per_sentence = [float(b.mean()) if b is not None else 0.0 for b in best]
+        overall = float(np.max(np.stack(present), axis=0).mean())
+        return np.array([*per_sentence, overall])
 
     def features(self, claim: str, evidence: Sequence[str]) -> np.ndarray:
         claim = strip_markers(claim)
@@ -83,6 +129,8 @@ class FeatureExtractor:
         numbers = _numbers(claim)
         evidence_numbers = set().union(*(_numbers(s) for s in sentences))
         best = sentences[int(order[0])]
+        recalls = self.token_recalls(claim, sentences)
+        claim_polarity, best_polarity = aligned_polarity(claim, best)
         return np.array(
             [
                 float(cosines[order[0]]),
@@ -94,6 +142,10 @@ class FeatureExtractor:
                 1.0 if numbers else 0.0,
                 float(bool(_NEGATION.search(claim)) != bool(_NEGATION.search(best))),
                 float(np.log1p(len(unique))),
+                float(recalls[:-1].max()),
+                float(recalls[-1]),
+                float(claim_polarity * best_polarity < 0),
+                float(claim_polarity * best_polarity > 0),
             ],
             dtype=np.float64,
         )

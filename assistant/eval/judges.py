@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from assistant.embeddings import Embedder
+from assistant.embeddings import Embedder, MiniLMEmbedder
 from assistant.errors import ConfigError, ProviderError
 from assistant.eval.features import FEATURES, FeatureExtractor, strip_markers
 from assistant.settings import Settings
@@ -68,6 +68,9 @@ class OfflineJudge(Judge):
         self.mean = np.array(model["mean"])
         self.std = np.array(model["std"])
         self.threshold = float(model["threshold"])
+        # The model was fitted on MiniLM's similarities; another embedder's would not fit it.
+        if not isinstance(embedder, MiniLMEmbedder):
+            embedder = MiniLMEmbedder()
         self.extractor = FeatureExtractor(embedder)
 
     def score_features(self, x: np.ndarray) -> float:

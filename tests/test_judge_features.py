@@ -1,0 +1,87 @@
+"""The offline judge's newer signals: word-piece alignment and direction polarity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assistant.eval.features import FEATURES, FeatureExtractor
+from assistant.eval.judges import OfflineJudge
+from assistant.eval.polarity import aligned_polarity, cue
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "expected"),
+    [
+        # high x reduce = -1 against elevated x increased = +1
+        (
+            "High levels of CRP reduce the risk of exacerbations in COPD.",
+            "Elevated levels of CRP were associated with increased risk of exacerbations.",
+            (-1, 1),
+        ),
+        (
+            "Aspirin reduces the risk of stroke.",
+            "Aspirin lowered the risk of stroke by 20%.",
+            (-1, -1),
+        ),
+        (
+            "Ultrasound guidance raises the number of traumatic procedures.",
+            "Ultrasound imaging significantly reduced the risk of traumatic procedures.",
+            (1, -1),
+        ),
+        # A negation flips the sign: "did not increase" reads as a decrease.
+        ("Drug X increases survival.", "Drug X did not increase survival in mice.", (1, -1)),
+        # Direction words far from the shared words do not count.
+        ("Exercise improves memory.", "The trial enrolled 300 adults and lowered costs.", (0, 0)),
+    ],
+)
+def test_aligned_polarity(claim, sentence, expected):
+    assert aligned_polarity(claim, sentence) == expected
+
+
+def test_cue_words():
+    assert [cue(w) for w in ("increased", "attenuates", "not", "mouse")] == [1, -1, -1, 0]
+
+
+def test_token_vectors_are_normalised_word_pieces(embedder):
+    [(vectors, pieces)] = embedder.token_vectors(["Tau phosphorylation rises."])
+    assert pieces[0] == "tau" and "[CLS]" not in pieces and "[SEP]" not in pieces
+    assert vectors.shape == (len(pieces), embedder.dim)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+
+
+def test_token_recall_prefers_a_paraphrase(embedder):
+    extractor = FeatureExtractor(embedder)
+    recalls = extractor.token_recalls(
+        "Exercise training improves vasodilation mediated by nitric oxide.",
+        [
+            "Exercise enhanced bradykinin-induced vasodilation through nitric oxide production.",
+            "The cohort was recruited from three hospitals in Denmark.",
+        ],
+    )
+    paraphrase, unrelated, overall = recalls
+    assert paraphrase > unrelated + 0.1
+    assert overall >= paraphrase
+
+
+def test_features_flag_a_reversed_direction(embedder):
+    extractor = FeatureExtractor(embedder)
+    claim = "Aspirin reduces the risk of stroke."
+    lowered = extractor.features(claim, ["Aspirin lowered stroke risk."])
+    raised = extractor.features(claim, ["Aspirin raised stroke risk."])
+    agree = dict(zip(FEATURES, lowered, strict=True))
+    clash = dict(zip(FEATURES, raised, strict=True))
+    assert (agree["direction_agree"], agree["direction_conflict"]) == (1.0, 0.0)
+    assert (clash["direction_agree"], clash["direction_conflict"]) == (0.0, 1.0)
+
+
+def test_offline_judge_scores_a_contradiction_below_its_support(embedder):
+    judge = OfflineJudge(embedder)
+    claim = "Antiretroviral therapy reduces the incidence of tuberculosis."
+    support = judge.support(
+        claim, ["Antiretroviral therapy lowered the incidence of tuberculosis by 65%."]
+    )
+    contradiction = judge.support(
+        claim, ["Antiretroviral therapy increased the incidence of tuberculosis by 65%."]
+    )
+    assert support > contradiction
