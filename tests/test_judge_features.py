@@ -7,7 +7,13 @@ import pytest
 
 from assistant.eval.features import FEATURES, FeatureExtractor
 from assistant.eval.judges import OfflineJudge
-from assistant.eval.polarity import aligned_polarity, cue
+from assistant.eval.polarity import (
+    aligned_direction,
+    aligned_polarity,
+    cue,
+    negated_assertion,
+    words_from_pieces,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,3 +91,31 @@ def test_offline_judge_scores_a_contradiction_below_its_support(embedder):
         claim, ["Antiretroviral therapy increased the incidence of tuberculosis by 65%."]
     )
     assert support > contradiction
+
+
+def _words(*pairs: tuple[str, int]) -> tuple[list[str], np.ndarray]:
+    """Words with one-hot vectors: words sharing an index align with each other."""
+    vectors = np.eye(16)[[index for _, index in pairs]]
+    return [word for word, _ in pairs], vectors
+
+
+def test_words_from_pieces_glues_continuations():
+    words, vectors = words_from_pieces(["tau", "phos", "##phory", "##lation"], np.eye(4))
+    assert words == ["tau", "phosphorylation"]
+    assert np.array_equal(vectors, np.eye(4)[[0, 1]])
+
+
+def test_aligned_direction_reads_the_aligned_word_and_its_negation():
+    claim = _words(("aspirin", 0), ("reduces", 1), ("risk", 2))
+    raised = _words(("aspirin", 0), ("raised", 1), ("risk", 2))
+    not_raised = _words(("aspirin", 0), ("did", 5), ("not", 6), ("raise", 1), ("risk", 2))
+    assert aligned_direction(claim, raised) == (1, 0)
+    assert aligned_direction(claim, not_raised) == (0, 1)
+
+
+def test_negated_assertion_looks_past_filler_to_what_is_negated():
+    claim = _words(("exercise", 0), ("has", 3), ("no", 4), ("effect", 5), ("on", 6), ("memory", 7))
+    improved = _words(("exercise", 0), ("improved", 8), ("memory", 7))
+    unchanged = _words(("exercise", 0), ("did", 9), ("not", 4), ("change", 10), ("memory", 7))
+    assert negated_assertion(claim, improved) == (1, 0)
+    assert negated_assertion(claim, unchanged) == (0, 1)

@@ -4,7 +4,8 @@ Each feature is cheap and explainable: embedding similarity to the best evidence
 many of the claim's terms, bigrams and numbers the evidence contains, how well the claim's word
 pieces align with the evidence's in context (BERTScore-style recall, same MiniLM forward pass),
 whether a negation appears on one side only, and whether the best sentence moves the claim's
-quantity the other way (polarity.py). A logistic model over them is fitted on SciFact (see
+quantity the other way or drops what the claim negates (polarity.py), alone and weighted by the
+alignment. A logistic model over them is fitted on SciFact (see
 evals/judge/fit_offline_judge.py) and shipped as JSON.
 """
 
@@ -17,7 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from assistant.embeddings import MiniLMEmbedder
-from assistant.eval.polarity import aligned_polarity
+from assistant.eval.polarity import (
+    aligned_direction,
+    aligned_polarity,
+    negated_assertion,
+    words_from_pieces,
+)
 from assistant.lexical import analyze
 from assistant.text import split_sentences
 
@@ -35,6 +41,15 @@ FEATURES = (
     "token_recall_all",
     "direction_conflict",
     "direction_agree",
+    "aligned_conflict",
+    "aligned_agree",
+    "negation_conflict",
+    "negation_agree",
+    "direction_conflict_x_recall",
+    "aligned_conflict_x_recall",
+    "negation_conflict_x_recall",
+    "aligned_conflict_top3",
+    "negation_conflict_top3",
 )
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*%?")
 _NEGATION = re.compile(
@@ -48,7 +63,8 @@ _FILLER = frozenset(
     "the of in and a an to is are was were be been by for with on at as that this these those "
     "from or it its their which we our than also can may into".split()
 ) | frozenset(string.punctuation)
-_CACHE_LIMIT = 200_000
+_CACHE_LIMIT = 200_000  # sentence vectors: 1.5 KB each
+_PIECES_LIMIT = 4_000  # texts' word-piece states: about 60 KB each
 _MARKERS = re.compile(r"\s*\[\d+(?:\s*[,;\-–]\s*\d+)*\]")
 
 
@@ -84,7 +100,7 @@ class FeatureExtractor:
 
     def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._pieces]
-        if len(self._pieces) + len(missing) > _CACHE_LIMIT // 10:
+        if len(self._pieces) + len(missing) > _PIECES_LIMIT:
             self._pieces.clear()
             missing = list(dict.fromkeys(texts))
         if missing:
@@ -97,6 +113,10 @@ class FeatureExtractor:
         pieces = self._pieces[claim][1]
         keep = np.array([p not in _FILLER for p in pieces], dtype=bool)
         return vectors[keep] if keep.any() else vectors
+
+    def _words(self, text: str) -> tuple[list[str], np.ndarray]:
+        vectors = self._token_vectors([text])[0]
+        return words_from_pieces(self._pieces[text][1], vectors)
 
     def token_recalls(self, claim: str, sentences: list[str]) -> np.ndarray:
         """Per sentence: mean over the claim's pieces of their best match in the sentence,
@@ -131,6 +151,24 @@ class FeatureExtractor:
         best = sentences[int(order[0])]
         recalls = self.token_recalls(claim, sentences)
         claim_polarity, best_polarity = aligned_polarity(claim, best)
+        claim_words, best_words = self._words(claim), self._words(best)
+        direction = aligned_direction(claim_words, best_words)
+        negation = negated_assertion(claim_words, best_words)
+        token_recall_best = float(recalls[:-1].max())
+        # The same conflicts in any of the three closest sentences, weighted by their alignment.
+        near_direction = near_negation = 0.0
+        for index in order[:3]:
+            words = self._words(sentences[int(index)])
+            weight = float(recalls[int(index)])
+            if aligned_direction(claim_words, words)[0]:
+                near_direction = max(near_direction, weight)
+            if negated_assertion(claim_words, words)[0]:
+                near_negation = max(near_negation, weight)
+        conflicts = (
+            float(claim_polarity * best_polarity < 0),
+            float(direction[0] > 0),
+            float(negation[0] > 0),
+        )
         return np.array(
             [
                 float(cosines[order[0]]),
@@ -142,10 +180,18 @@ class FeatureExtractor:
                 1.0 if numbers else 0.0,
                 float(bool(_NEGATION.search(claim)) != bool(_NEGATION.search(best))),
                 float(np.log1p(len(unique))),
-                float(recalls[:-1].max()),
+                token_recall_best,
                 float(recalls[-1]),
-                float(claim_polarity * best_polarity < 0),
+                conflicts[0],
                 float(claim_polarity * best_polarity > 0),
+                conflicts[1],
+                float(direction[1] > 0 and direction[0] == 0),
+                conflicts[2],
+                float(negation[1] > 0),
+                # A conflict weighs more when the sentence is about what the claim is about.
+                *(conflict * token_recall_best for conflict in conflicts),
+                near_direction,
+                near_negation,
             ],
             dtype=np.float64,
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from assistant.lexical import analyze
 
 _UP = re.compile(
@@ -31,7 +33,9 @@ _DOWN = re.compile(
 _NEGATION = re.compile(
     r"^(?:not|no|never|without|unable|cannot|can't|fail\w*|neither|nor|none|unrelated|"
     r"uninvolved|unaffected|unchanged|independent|insignificant|absent|absence|doesn't|"
-    r"don't|didn't|isn't|aren't|wasn't|weren't|n't)$"
+    r"don't|didn't|isn't|aren't|wasn't|weren't|n't|"
+    # WordPiece splits "doesn't" into doesn ' t: the word-level alignment sees the stem
+    r"doesn|don|didn|isn|aren|wasn|weren|hasn|haven|hadn|couldn|wouldn|shouldn)$"
 )
 _WORD = re.compile(r"[a-z][a-z'-]*")
 WINDOW = 3  # words either side of a shared content word
@@ -76,3 +80,85 @@ def aligned_polarity(claim: str, sentence: str) -> tuple[int, int]:
         _local_polarity(claim_words, claim_stems, shared),
         _local_polarity(sentence_words, sentence_stems, shared),
     )
+
+
+# Word-level alignment: each claim word is matched to the evidence word whose contextual MiniLM
+# vector is closest, so "reduces" meets "raised" even when no window links them.
+
+_NEGATED_HEADS = frozenset({"not", "no", "never", "without", "cannot"})
+_SKIP_AFTER_NEGATION = frozenset({"a", "an", "the", "any", "effect", "role"})
+
+
+def words_from_pieces(pieces: list[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Glue WordPiece continuations ("##...") back on; a word keeps its first piece's vector."""
+    words: list[str] = []
+    keep: list[int] = []
+    for i, piece in enumerate(pieces):
+        if piece.startswith("##") and words:
+            words[-1] += piece[2:]
+        else:
+            words.append(piece)
+            keep.append(i)
+    return words, vectors[keep] if keep else vectors[:0]
+
+
+def _negated(words: list[str], position: int) -> bool:
+    return any(_NEGATION.match(w) for w in words[max(0, position - WINDOW) : position])
+
+
+def aligned_direction(
+    claim: tuple[list[str], np.ndarray], sentence: tuple[list[str], np.ndarray]
+) -> tuple[int, int]:
+    """(conflicts, agreements) between the claim's direction words and their aligned words."""
+    claim_words, claim_vectors = claim
+    sentence_words, sentence_vectors = sentence
+    if not len(claim_vectors) or not len(sentence_vectors):
+        return 0, 0
+    nearest = (claim_vectors @ sentence_vectors.T).argmax(axis=1)
+    conflicts = agreements = 0
+    for i, word in enumerate(claim_words):
+        sign = cue(word)
+        if not sign or _NEGATION.match(word):
+            continue
+        j = int(nearest[i])
+        other = cue(sentence_words[j])
+        if not other or _NEGATION.match(sentence_words[j]):
+            continue
+        if _negated(sentence_words, j):
+            other = -other
+        if sign * other < 0:
+            conflicts += 1
+        else:
+            agreements += 1
+    return conflicts, agreements
+
+
+def negated_assertion(
+    claim: tuple[list[str], np.ndarray], sentence: tuple[list[str], np.ndarray]
+) -> tuple[int, int]:
+    """(conflicts, agreements) for what the claim negates ("no effect on X", "unrelated"):
+    does the aligned evidence word carry a negation too?"""
+    claim_words, claim_vectors = claim
+    sentence_words, sentence_vectors = sentence
+    if not len(claim_vectors) or not len(sentence_vectors):
+        return 0, 0
+    similarity = claim_vectors @ sentence_vectors.T
+    conflicts = agreements = 0
+    for i, word in enumerate(claim_words):
+        if not _NEGATION.match(word):
+            continue
+        k = i + 1 if word in _NEGATED_HEADS else i  # "no [effect on] X" -> X; "unrelated" itself
+        while (
+            k < len(claim_words)
+            and k != i
+            and (len(claim_words[k]) < 3 or claim_words[k] in _SKIP_AFTER_NEGATION)
+        ):
+            k += 1
+        if k >= len(claim_words):
+            continue
+        j = int(similarity[k].argmax())
+        if _negated(sentence_words, j) or _NEGATION.match(sentence_words[j]):
+            agreements += 1
+        else:
+            conflicts += 1
+    return conflicts, agreements

@@ -33,6 +33,7 @@ def pairs(data: Path, split: str) -> Iterator[dict[str, object]]:
             labels = {e["label"] for e in claim.get("evidence", {}).get(doc_id, [])}
             yield {
                 "claim": claim["claim"],
+                "doc_id": doc_id,
                 "evidence": [" ".join(corpus[doc_id])],
                 "label": "supported" if "SUPPORT" in labels else "not_supported",
                 "kind": "SUPPORT"
