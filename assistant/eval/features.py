@@ -138,23 +138,29 @@ class FeatureExtractor:
         sentences = [s for passage in evidence for s in split_sentences(passage)] or [""]
         vectors = self._embed([claim, *sentences])
         cosines = vectors[1:] @ vectors[0]
-        order = np.argsort(-cosines)
-        claim_terms = analyze([claim])[0]
-        sentence_terms = analyze(sentences)
-        all_terms = {t for terms in sentence_terms for t in terms}
-        all_bigrams = set().union(*(_bigrams(t) for t in sentence_terms))
-        unique = set(claim_terms) or {""}
-        best_recall = max(len(unique & set(t)) / len(unique) for t in sentence_terms)
-        claim_bigrams = _bigrams(claim_terms)
-        numbers = _numbers(claim)
-        evidence_numbers = set().union(*(_numbers(s) for s in sentences))
-        best = sentences[int(order[0])]
+        order = np.argsort(-cosines)  # closest sentence first
+        return np.array(
+            [
+                *_overlap(claim, sentences, cosines, order),
+                *self._alignment(claim, sentences, order),
+            ],
+            dtype=np.float64,
+        )
+
+    def _alignment(self, claim: str, sentences: list[str], order: np.ndarray) -> list[float]:
+        """Word-piece recall, then the contradiction cues of polarity.py."""
         recalls = self.token_recalls(claim, sentences)
+        best = sentences[int(order[0])]
+        recall_best = float(recalls[:-1].max())
         claim_polarity, best_polarity = aligned_polarity(claim, best)
         claim_words, best_words = self._words(claim), self._words(best)
         direction = aligned_direction(claim_words, best_words)
         negation = negated_assertion(claim_words, best_words)
-        token_recall_best = float(recalls[:-1].max())
+        conflicts = (
+            float(claim_polarity * best_polarity < 0),
+            float(direction[0] > 0),
+            float(negation[0] > 0),
+        )
         # The same conflicts in any of the three closest sentences, weighted by their alignment.
         near_direction = near_negation = 0.0
         for index in order[:3]:
@@ -164,34 +170,43 @@ class FeatureExtractor:
                 near_direction = max(near_direction, weight)
             if negated_assertion(claim_words, words)[0]:
                 near_negation = max(near_negation, weight)
-        conflicts = (
-            float(claim_polarity * best_polarity < 0),
-            float(direction[0] > 0),
-            float(negation[0] > 0),
-        )
-        return np.array(
-            [
-                float(cosines[order[0]]),
-                float(cosines[order[:2]].mean()),
-                best_recall,
-                len(unique & all_terms) / len(unique),
-                len(claim_bigrams & all_bigrams) / len(claim_bigrams) if claim_bigrams else 1.0,
-                len(numbers & evidence_numbers) / len(numbers) if numbers else 1.0,
-                1.0 if numbers else 0.0,
-                float(bool(_NEGATION.search(claim)) != bool(_NEGATION.search(best))),
-                float(np.log1p(len(unique))),
-                token_recall_best,
-                float(recalls[-1]),
-                conflicts[0],
-                float(claim_polarity * best_polarity > 0),
-                conflicts[1],
-                float(direction[1] > 0 and direction[0] == 0),
-                conflicts[2],
-                float(negation[1] > 0),
-                # A conflict weighs more when the sentence is about what the claim is about.
-                *(conflict * token_recall_best for conflict in conflicts),
-                near_direction,
-                near_negation,
-            ],
-            dtype=np.float64,
-        )
+        return [
+            recall_best,
+            float(recalls[-1]),
+            conflicts[0],
+            float(claim_polarity * best_polarity > 0),
+            conflicts[1],
+            float(direction[1] > 0 and direction[0] == 0),
+            conflicts[2],
+            float(negation[1] > 0),
+            # A conflict weighs more when the sentence is about what the claim is about.
+            *(conflict * recall_best for conflict in conflicts),
+            near_direction,
+            near_negation,
+        ]
+
+
+def _overlap(
+    claim: str, sentences: list[str], cosines: np.ndarray, order: np.ndarray
+) -> list[float]:
+    """Similarity and lexical overlap with the evidence, and the one-sided negation cue."""
+    claim_terms = analyze([claim])[0]
+    sentence_terms = analyze(sentences)
+    all_terms = {t for terms in sentence_terms for t in terms}
+    all_bigrams = set().union(*(_bigrams(t) for t in sentence_terms))
+    unique = set(claim_terms) or {""}
+    claim_bigrams = _bigrams(claim_terms)
+    numbers = _numbers(claim)
+    evidence_numbers = set().union(*(_numbers(s) for s in sentences))
+    best = sentences[int(order[0])]
+    return [
+        float(cosines[order[0]]),
+        float(cosines[order[:2]].mean()),
+        max(len(unique & set(t)) / len(unique) for t in sentence_terms),
+        len(unique & all_terms) / len(unique),
+        len(claim_bigrams & all_bigrams) / len(claim_bigrams) if claim_bigrams else 1.0,
+        len(numbers & evidence_numbers) / len(numbers) if numbers else 1.0,
+        1.0 if numbers else 0.0,
+        float(bool(_NEGATION.search(claim)) != bool(_NEGATION.search(best))),
+        float(np.log1p(len(unique))),
+    ]
