@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,15 @@ class Embedder(ABC):
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+@dataclass(frozen=True)
+class TokenStates:
+    """One text through MiniLM: its embedding and its word pieces' contextual vectors."""
+
+    vector: np.ndarray
+    pieces: list[str]
+    piece_vectors: np.ndarray
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -115,23 +125,29 @@ class MiniLMEmbedder(Embedder):
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise(pooled)
 
-    def token_vectors(self, texts: Sequence[str]) -> list[tuple[np.ndarray, list[str]]]:
-        """Contextual vectors of each text's word pieces, L2-normalised, with the pieces.
+    def token_states(self, texts: Sequence[str]) -> list[TokenStates]:
+        """Each text's embedding and its word pieces' contextual vectors, from one forward pass.
 
-        [CLS] and [SEP] are dropped. The offline judge aligns claim pieces to evidence pieces
-        with these (a BERTScore-style recall).
+        ``vector`` is what ``embed`` returns; the piece vectors are L2-normalised and leave out
+        [CLS] and [SEP]. The offline judge aligns claim pieces to evidence pieces with them.
         """
         if self._session is None:
             self._load()
-        out: list[tuple[np.ndarray, list[str]]] = [(np.zeros((0, self.dim)), [])] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        placed: dict[int, TokenStates] = {}
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             hidden, mask, encodings = self._run([texts[i] for i in idx])
+            weights = mask[..., None].astype(np.float32)
+            pooled = _normalise((hidden * weights).sum(axis=1) / weights.sum(axis=1))
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
-                out[i] = (_normalise(hidden[row, 1 : n - 1]), encodings[row].tokens[1 : n - 1])
-        return out
+                placed[i] = TokenStates(
+                    vector=pooled[row],
+                    pieces=list(encodings[row].tokens[1 : n - 1]),
+                    piece_vectors=_normalise(hidden[row, 1 : n - 1]),
+                )
+        return [placed[i] for i in range(len(texts))]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -49,11 +49,15 @@ def test_cue_words():
     assert [cue(w) for w in ("increased", "attenuates", "not", "mouse")] == [1, -1, -1, 0]
 
 
-def test_token_vectors_are_normalised_word_pieces(embedder):
-    [(vectors, pieces)] = embedder.token_vectors(["Tau phosphorylation rises."])
+def test_token_states_share_one_pass_with_embed(embedder):
+    texts = ["Tau phosphorylation rises.", "A much longer second sentence about kinase activity."]
+    states = embedder.token_states(texts)
+    pieces, vectors = states[0].pieces, states[0].piece_vectors
     assert pieces[0] == "tau" and "[CLS]" not in pieces and "[SEP]" not in pieces
     assert vectors.shape == (len(pieces), embedder.dim)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    pooled = np.stack([s.vector for s in states])
+    assert np.allclose(pooled, embedder.embed(texts), atol=1e-5)
 
 
 def test_token_recall_prefers_a_paraphrase(embedder):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embeddings import MiniLMEmbedder, TokenStates
 from assistant.eval.polarity import (
     aligned_direction,
     aligned_polarity,
@@ -63,8 +63,7 @@ _FILLER = frozenset(
     "the of in and a an to is are was were be been by for with on at as that this these those "
     "from or it its their which we our than also can may into".split()
 ) | frozenset(string.punctuation)
-_CACHE_LIMIT = 200_000  # sentence vectors: 1.5 KB each
-_PIECES_LIMIT = 4_000  # texts' word-piece states: about 60 KB each
+_CACHE_LIMIT = 4_000  # texts' MiniLM states: about 60 KB each
 _MARKERS = re.compile(r"\s*\[\d+(?:\s*[,;\-–]\s*\d+)*\]")
 
 
@@ -81,42 +80,30 @@ def _bigrams(terms: list[str]) -> set[tuple[str, str]]:
 
 
 class FeatureExtractor:
-    """Computes FEATURES for (claim, evidence) pairs, caching MiniLM outputs per text."""
+    """Computes FEATURES for (claim, evidence) pairs, caching MiniLM's output per text."""
 
     def __init__(self, embedder: MiniLMEmbedder):
         self.embedder = embedder
-        self._vectors: dict[str, np.ndarray] = {}
-        self._pieces: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._states: dict[str, TokenStates] = {}
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if len(self._vectors) + len(missing) > _CACHE_LIMIT:  # bound memory on long runs
-            self._vectors.clear()
+    def _encode(self, texts: list[str]) -> list[TokenStates]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._states]
+        if len(self._states) + len(missing) > _CACHE_LIMIT:  # bound memory on long runs
+            self._states.clear()
             missing = list(dict.fromkeys(texts))
         if missing:
-            for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
-                self._vectors[text] = vector
-        return np.stack([self._vectors[t] for t in texts])
-
-    def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._pieces]
-        if len(self._pieces) + len(missing) > _PIECES_LIMIT:
-            self._pieces.clear()
-            missing = list(dict.fromkeys(texts))
-        if missing:
-            for text, states in zip(missing, self.embedder.token_vectors(missing), strict=True):
-                self._pieces[text] = states
-        return [self._pieces[t][0] for t in texts]
+            for text, states in zip(missing, self.embedder.token_states(missing), strict=True):
+                self._states[text] = states
+        return [self._states[t] for t in texts]
 
     def _claim_pieces(self, claim: str) -> np.ndarray:
-        vectors = self._token_vectors([claim])[0]
-        pieces = self._pieces[claim][1]
-        keep = np.array([p not in _FILLER for p in pieces], dtype=bool)
-        return vectors[keep] if keep.any() else vectors
+        states = self._encode([claim])[0]
+        keep = np.array([p not in _FILLER for p in states.pieces], dtype=bool)
+        return states.piece_vectors[keep] if keep.any() else states.piece_vectors
 
     def _words(self, text: str) -> tuple[list[str], np.ndarray]:
-        vectors = self._token_vectors([text])[0]
-        return words_from_pieces(self._pieces[text][1], vectors)
+        states = self._encode([text])[0]
+        return words_from_pieces(states.pieces, states.piece_vectors)
 
     def token_recalls(self, claim: str, sentences: list[str]) -> np.ndarray:
         """Per sentence: mean over the claim's pieces of their best match in the sentence,
@@ -124,7 +111,7 @@ class FeatureExtractor:
         claim_vectors = self._claim_pieces(claim)
         best = [
             (claim_vectors @ v.T).max(axis=1) if len(v) and len(claim_vectors) else None
-            for v in self._token_vectors(sentences)
+            for v in (states.piece_vectors for states in self._encode(sentences))
         ]
         present = [b for b in best if b is not None]
         if not present:
@@ -136,7 +123,7 @@ class FeatureExtractor:
     def features(self, claim: str, evidence: Sequence[str]) -> np.ndarray:
         claim = strip_markers(claim)
         sentences = [s for passage in evidence for s in split_sentences(passage)] or [""]
-        vectors = self._embed([claim, *sentences])
+        vectors = np.stack([states.vector for states in self._encode([claim, *sentences])])
         cosines = vectors[1:] @ vectors[0]
         order = np.argsort(-cosines)  # closest sentence first
         return np.array(
