@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -111,16 +111,26 @@ class MiniLMEmbedder(Embedder):
             )
             self._tokenizer = tokenizer
 
-    def _run(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """Token states (batch, tokens, dim), the attention mask and the encodings."""
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        return self._session.run(None, feeds)[0], mask, encodings
+    def _batches(
+        self, texts: Sequence[str]
+    ) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, list[Any]]]:
+        """(positions, token states, mask, encodings) per batch of similar-length texts, which
+        waste less work on padding. Nothing to embed loads no model."""
+        if not texts:
+            return
+        if self._session is None:
+            self._load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            yield idx, self._session.run(None, feeds)[0], mask, encodings
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        hidden, mask, _ = self._run(texts)
+    @staticmethod
+    def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise(pooled)
@@ -131,15 +141,9 @@ class MiniLMEmbedder(Embedder):
         ``vector`` is what ``embed`` returns; the piece vectors are L2-normalised and leave out
         [CLS] and [SEP]. The offline judge aligns claim pieces to evidence pieces with them.
         """
-        if self._session is None:
-            self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         placed: dict[int, TokenStates] = {}
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            hidden, mask, encodings = self._run([texts[i] for i in idx])
-            weights = mask[..., None].astype(np.float32)
-            pooled = _normalise((hidden * weights).sum(axis=1) / weights.sum(axis=1))
+        for idx, hidden, mask, encodings in self._batches(texts):
+            pooled = self._pool(hidden, mask)
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
                 placed[i] = TokenStates(
@@ -150,16 +154,9 @@ class MiniLMEmbedder(Embedder):
         return [placed[i] for i in range(len(texts))]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        if self._session is None:
-            self._load()
-        # Batches of similar length waste less work on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._encode_batch([texts[i] for i in idx])
+        for idx, hidden, mask, _ in self._batches(texts):
+            out[idx] = self._pool(hidden, mask)
         return out
 
 

@@ -140,23 +140,27 @@ class FeatureExtractor:
         best = sentences[int(order[0])]
         recall_best = float(recalls[:-1].max())
         claim_polarity, best_polarity = aligned_polarity(claim, best)
-        claim_words, best_words = self._words(claim), self._words(best)
-        direction = aligned_direction(claim_words, best_words)
-        negation = negated_assertion(claim_words, best_words)
+        claim_words = self._words(claim)
+        # Aligned cues for the three closest sentences, the closest first.
+        near = []
+        for index in order[:3]:
+            words = self._words(sentences[int(index)])
+            near.append(
+                (
+                    aligned_direction(claim_words, words),
+                    negated_assertion(claim_words, words),
+                    float(recalls[int(index)]),
+                )
+            )
+        direction, negation, _ = near[0]
         conflicts = (
             float(claim_polarity * best_polarity < 0),
             float(direction[0] > 0),
             float(negation[0] > 0),
         )
-        # The same conflicts in any of the three closest sentences, weighted by their alignment.
-        near_direction = near_negation = 0.0
-        for index in order[:3]:
-            words = self._words(sentences[int(index)])
-            weight = float(recalls[int(index)])
-            if aligned_direction(claim_words, words)[0]:
-                near_direction = max(near_direction, weight)
-            if negated_assertion(claim_words, words)[0]:
-                near_negation = max(near_negation, weight)
+        # The same conflicts in any of the three, weighted by how well that sentence aligns.
+        near_direction = max([0.0, *(weight for d, _, weight in near if d[0])])
+        near_negation = max([0.0, *(weight for _, n, weight in near if n[0])])
         return [
             recall_best,
             float(recalls[-1]),

@@ -36,7 +36,7 @@ def matrix(extractor: FeatureExtractor, rows: list[dict]) -> tuple[np.ndarray, n
     return x, y
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 0.03, steps: int = 4000, lr: float = 0.1):
+def fit(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 4000, lr: float = 0.1):
     mean, std = x.mean(0), x.std(0) + 1e-9
     z = (x - mean) / std
     weight_pos = 0.5 / y.mean()
