@@ -6,10 +6,17 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from assistant.errors import AssistantError, InputFileError
-from assistant.eval.calibration import balanced_accuracy, load_pairs, roc_auc
+from assistant.eval.calibration import (
+    accepted_by_kind,
+    balanced_accuracy,
+    bootstrap_interval,
+    load_pairs,
+    roc_auc,
+)
 from assistant.eval.citation_quality import citation_quality
 from assistant.eval.claims import cited_sentences
 from assistant.eval.compare import compare, failures, parse_thresholds
@@ -121,6 +128,20 @@ def test_calibration_statistics():
     assert balanced_accuracy([1, 1, 0, 0], [True, False, False, False]) == 0.75
     assert roc_auc([1, 1, 0, 0], [0.9, 0.4, 0.5, 0.1]) == 0.75
     assert roc_auc([1, 0], [0.5, 0.5]) == 0.5
+
+
+def test_bootstrap_interval_and_acceptance_by_kind():
+    y = [1] * 20 + [0] * 20
+    perfect = [True] * 20 + [False] * 20
+    assert bootstrap_interval(y, perfect) == (1.0, 1.0)
+    noisy = [True] * 15 + [False] * 5 + [True] * 5 + [False] * 15  # balanced accuracy 0.75
+    low, high = bootstrap_interval(y, noisy)
+    assert low < 0.75 < high and high - low < 0.5
+    rows = [{"kind": "SUPPORT"}, {"kind": "CONTRADICT"}, {"kind": "CONTRADICT"}, {}]
+    assert accepted_by_kind(rows, np.array([True, True, False, True])) == {
+        "SUPPORT": [1, 1],
+        "CONTRADICT": [1, 2],
+    }
 
 
 def test_pairs_file_errors_name_the_line(tmp_path: Path):

@@ -170,5 +170,6 @@ def test_calibrate_cli_json_contract(tmp_path: Path):
     assert figures["confusion"]["supported"] == {"supported": 2, "not_supported": 0}
     human = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(pairs)])
     assert "balanced accuracy 1.000" in human.stdout
+    assert "bootstrap interval of the balanced accuracy: 1.000-1.000" in human.stdout
     bad = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(tmp_path / "nope.jsonl")])
     assert bad.exit_code == 1 and "cannot read pairs" in bad.stderr

@@ -13,6 +13,9 @@ from assistant.errors import InputFileError
 from assistant.eval.judges import Judge
 
 LABELS = ("supported", "not_supported")
+# What `assistant eval calibrate --json` prints; the text output adds the bootstrap interval and
+# the acceptance per `kind`.
+JSON_FIELDS = ("judge", "n", "balanced_accuracy", "auc", "confusion", "scores")
 
 
 def balanced_accuracy(
@@ -40,6 +43,34 @@ def roc_auc(y: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarra
         ranks[order[i : j + 1]] = (i + j) / 2 + 1
         i = j + 1
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def bootstrap_interval(
+    y: Sequence[float] | np.ndarray,
+    predicted: Sequence[bool] | np.ndarray,
+    draws: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """95 % interval of the balanced accuracy over pairs resampled with replacement."""
+    y_arr, p_arr = np.asarray(y), np.asarray(predicted, dtype=bool)
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(draws):
+        pick = rng.integers(0, len(y_arr), len(y_arr))
+        samples.append(balanced_accuracy(y_arr[pick], p_arr[pick]))
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def accepted_by_kind(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[str, list[int]]:
+    """[accepted, pairs] per optional ``kind`` field (e.g. SciFact's SUPPORT / CONTRADICT)."""
+    counts: dict[str, list[int]] = {}
+    for row, accepted in zip(rows, predicted, strict=True):
+        if "kind" in row:
+            tally = counts.setdefault(str(row["kind"]), [0, 0])
+            tally[0] += int(accepted)
+            tally[1] += 1
+    return counts
 
 
 def load_pairs(path: Path) -> list[dict[str, Any]]:
@@ -91,4 +122,6 @@ def calibrate(judge: Judge, rows: list[dict[str, Any]]) -> dict[str, Any]:
             },
         },
         "scores": [round(float(s), 4) for s in scores],
+        "balanced_accuracy_95ci": [round(v, 4) for v in bootstrap_interval(y, predicted)],
+        "accepted_by_kind": accepted_by_kind(rows, predicted),
     }

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from rich.table import Table
 
 from assistant.core import Assistant
-from assistant.eval.calibration import calibrate, load_pairs
+from assistant.eval.calibration import JSON_FIELDS, calibrate, load_pairs
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import DEFAULT_EVAL_SET, load_eval_set
 from assistant.eval.harness import aggregate, run_eval
@@ -141,7 +141,7 @@ def print_calibration(
     judge = make_judge(judge_name, settings, make_embedder(settings))
     figures = calibrate(judge, rows)
     if as_json:
-        console.print_json(json.dumps(figures))
+        console.print_json(json.dumps({k: figures[k] for k in JSON_FIELDS}))
         return
     c = figures["confusion"]
     console.print(
@@ -149,6 +149,10 @@ def print_calibration(
         f"{judge.threshold}): balanced accuracy {figures['balanced_accuracy']:.3f}, "
         f"ROC AUC {figures['auc']:.3f}"
     )
+    low, high = figures["balanced_accuracy_95ci"]
+    console.print(f"95 % bootstrap interval of the balanced accuracy: {low:.3f}-{high:.3f}")
+    for kind, (accepted, n) in figures["accepted_by_kind"].items():
+        console.print(f"  {kind}: judge accepts {accepted} of {n} ({accepted / n:.0%})")
     table = Table(title="confusion (rows: human label, columns: judge)")
     table.add_column("")
     table.add_column("supported", justify="right")
