@@ -31,17 +31,28 @@ HELP = """Commands:
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
   /reset              forget the conversation
   /save FILE          write the transcript as Markdown, with a reference list
+                      (an existing FILE is kept unless you add --force)
   /quit               leave (or Ctrl-D); Ctrl-C cancels an answer in progress
 Anything else is a question. Follow-ups like "how does the second one work?" refer to the
 papers cited in the last answer."""
 
 
 class ChatSession:
-    def __init__(self, assistant: Assistant, console: Console, k: int | None = None):
+    def __init__(
+        self,
+        assistant: Assistant,
+        console: Console,
+        k: int | None = None,
+        filters: dict[str, str] | None = None,
+    ):
         self.assistant = assistant
         self.console = console
         self.k = k or assistant.settings.retrieval.k
-        self.filters: dict[str, str] = {}
+        try:
+            check_filters(filters)
+        except ValueError as exc:
+            raise AssistantError(str(exc)) from exc
+        self.filters: dict[str, str] = dict(filters or {})
         self.conversation = Conversation()
 
     # -- output -----------------------------------------------------------------------------
@@ -188,12 +199,22 @@ class ChatSession:
         self.say("conversation forgotten; the next question starts afresh")
 
     def save(self, arg: str) -> None:
-        if not arg:
-            self.say("usage: /save FILE.md", "yellow")
+        words = arg.split()
+        force = "--force" in words
+        name = " ".join(w for w in words if w != "--force")
+        if not name:
+            self.say("usage: /save FILE.md [--force]", "yellow")
             return
-        path = Path(arg).expanduser()
+        path = Path(name).expanduser()
         try:
-            path.write_text(self.transcript(), encoding="utf-8")
+            # "x" mode: an existing file is never replaced unless asked to.
+            with path.open("w" if force else "x", encoding="utf-8") as out:
+                out.write(self.transcript())
+        except FileExistsError:
+            self.say(
+                f"{path} exists; /save {name} --force replaces it, or pick a new name", "yellow"
+            )
+            return
         except OSError as exc:
             self.say(f"cannot write {path}: {exc.strerror or exc}", "yellow")
             return

@@ -19,7 +19,7 @@ from assistant import render
 from assistant.answer import Answer
 from assistant.core import Assistant
 from assistant.errors import AssistantError
-from assistant.settings import load_settings
+from assistant.settings import APP_NAME, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 err_console = Console(stderr=True, soft_wrap=True)
@@ -240,10 +240,12 @@ def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
 
 @main.command()
 @click.option("-k", "k", type=click.IntRange(1, 50), default=None, help="Papers per question.")
+@filter_option
 @llm_options
 @store_options
 def chat(
     k: int | None,
+    filters: tuple[str, ...],
     provider: str | None,
     model: str | None,
     base_url: str | None,
@@ -257,8 +259,10 @@ def chat(
 
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
-        session = ChatSession(assistant, Console(highlight=False), k=k)
-        history = Path(platformdirs.user_data_dir("abstracts-assistant")) / "chat_history"
+        session = ChatSession(
+            assistant, Console(highlight=False), k=k, filters=parse_filters(filters)
+        )
+        history = Path(platformdirs.user_data_dir(APP_NAME)) / "chat_history"
         run_chat(session, line_reader(history))
 
 

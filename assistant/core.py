@@ -18,17 +18,18 @@ from assistant.chain import AnswerChain, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, load_corpus
 from assistant.embeddings import Embedder, make_embedder
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, StoreMissingError
 from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.retrieval import Hit, HybridRetriever
-from assistant.settings import Settings, load_settings
+from assistant.settings import Settings, default_store, load_settings
 from assistant.tokens import count_tokens
 from assistant.vectors import ChromaVectors
 
 MAX_QUERY_CHARS = 20_000
+CATALOG_FILE = "catalog.sqlite3"
 
 
 class Assistant:
@@ -59,17 +60,22 @@ class Assistant:
         self._sentences: ChromaVectors | None = None
         self._lexical: LexicalIndex | None = None
         self._provider: Provider | None = provider
+        self._may_create = False  # only ingest creates a store; reading a missing one is an error
 
     # -- wiring (lazy, so `assistant --help` never opens a database) ------------------------
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            self._catalog = Catalog(self.store_dir / "catalog.sqlite3")
+            path = self.store_dir / CATALOG_FILE
+            if not self._may_create and not path.exists():
+                raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
+            self._catalog = Catalog(path)
         return self._catalog
 
     @property
     def vectors(self) -> ChromaVectors:
         if self._vectors is None:
+            self.catalog  # noqa: B018 -- a missing store is reported before Chroma creates one
             cfg = self.settings.store
             self._vectors = ChromaVectors.open(
                 path=self.store_dir / "chroma",
@@ -86,6 +92,7 @@ class Assistant:
         if not self.settings.retrieval.sentence_vectors:
             return None
         if self._sentences is None:
+            self.catalog  # noqa: B018 -- as in `vectors`
             cfg = self.settings.store
             self._sentences = ChromaVectors.open(
                 path=self.store_dir / "chroma",
@@ -108,6 +115,7 @@ class Assistant:
         return Chunker(cfg.size_for(self.settings.embedding.provider), cfg.overlap_tokens)
 
     def _ingestor(self) -> Ingestor:
+        self._may_create = True
         return Ingestor(
             self.catalog,
             self.vectors,
@@ -237,6 +245,17 @@ class Assistant:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def missing_store_message(store_dir: Path, settings: Settings) -> str:
+    """Which folder was looked at, and the command that creates a store there."""
+    flags = "" if store_dir == default_store() else f" --store {store_dir}"
+    if settings.store.chroma_url:
+        flags += f" --chroma-url {settings.store.chroma_url}"
+    return (
+        f"no store in {store_dir.resolve()} (no {CATALOG_FILE} there); "
+        f"create it with `assistant ingest{flags}`"
+    )
 
 
 def check_query(query: str) -> str:

@@ -25,6 +25,10 @@ class StoreError(AssistantError):
     """The vector store cannot be opened or is inconsistent."""
 
 
+class StoreMissingError(StoreError):
+    """A read command was pointed at a folder that holds no store."""
+
+
 class EmbedderMismatchError(StoreError):
     """The store was built with another embedding model than the one configured."""
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from assistant.errors import ConfigError
-from assistant.settings import DEFAULT_PROMPTS
+from assistant.resources import prompts_dir
 
 # name -> the placeholders its template must use
 EXPECTED: dict[str, frozenset[str]] = {
@@ -28,8 +28,8 @@ def placeholders(template: str) -> set[str]:
 
 
 @lru_cache(maxsize=32)
-def load_prompt(name: str, folder: Path = DEFAULT_PROMPTS) -> str:
-    path = folder / f"{name}.md"
+def load_prompt(name: str, folder: Path | None = None) -> str:
+    path = (folder or prompts_dir()) / f"{name}.md"
     try:
         template = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -48,5 +48,5 @@ def load_prompt(name: str, folder: Path = DEFAULT_PROMPTS) -> str:
     return template
 
 
-def render(name: str, folder: Path = DEFAULT_PROMPTS, **values: str) -> str:
+def render(name: str, folder: Path | None = None, **values: str) -> str:
     return load_prompt(name, folder).format(**values)

@@ -14,10 +14,17 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.errors import ConfigError
+from assistant.resources import shipped_corpus
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
-DEFAULT_CORPUS = PACKAGE_ROOT.parent / "data" / "neurips2025"
-DEFAULT_PROMPTS = PACKAGE_ROOT.parent / "prompts"
+APP_NAME = "abstracts-assistant"
+
+
+def default_store() -> Path:
+    """One predictable place whatever the working directory: the user data directory
+    (``~/.local/share/abstracts-assistant/vectorstore`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "vectorstore"
 
 
 class _Section(BaseModel):
@@ -26,8 +33,9 @@ class _Section(BaseModel):
 
 class StoreSettings(_Section):
     path: Path = Field(
-        Path("vectorstore"),
-        description="Folder of the embedded Chroma store, its catalog and its BM25 index.",
+        default_factory=default_store,
+        description="Folder of the embedded Chroma store, its catalog and its BM25 index "
+        "[default: the user data directory, e.g. ~/.local/share/abstracts-assistant/vectorstore].",
     )
     chroma_url: str | None = Field(
         None,
@@ -39,7 +47,7 @@ class StoreSettings(_Section):
 
 class CorpusSettings(_Section):
     default_paths: list[Path] = Field(
-        default_factory=lambda: [DEFAULT_CORPUS],
+        default_factory=lambda: [shipped_corpus()],
         description="What `assistant ingest` reads when given no paths (the shipped corpus).",
     )
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
@@ -75,3 +76,34 @@ def test_bad_setting_names_the_variable(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("ASSISTANT_RETRIEVAL__K", "0")
     code, _, err = run("info", "--store", str(tmp_path / "s"))
     assert code == 1 and "ASSISTANT_RETRIEVAL__K" in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ask", "what is KVFlow?"],
+        ["search", "KV cache"],
+        ["chat"],
+        ["info"],
+        ["eval", "--limit", "1"],
+    ],
+)
+def test_read_commands_never_create_a_store(tmp_path: Path, monkeypatch, command: list[str]):
+    monkeypatch.chdir(tmp_path)
+    mistyped = tmp_path / "vectorstor"
+    code, out, err = run(*command, "--store", str(mistyped))
+    assert code == 1
+    assert err.strip() == (
+        f"error: no store in {mistyped} (no catalog.sqlite3 there); "
+        f"create it with `assistant ingest --store {mistyped}`"
+    )
+    assert list(tmp_path.iterdir()) == []  # no store, no run folder, nothing
+
+
+def test_the_default_store_is_in_the_user_data_dir(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("info")
+    assert code == 1
+    assert f"no store in {tmp_path / 'data' / 'abstracts-assistant' / 'vectorstore'}" in err
+    assert "create it with `assistant ingest`" in err

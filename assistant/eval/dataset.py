@@ -14,9 +14,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assistant.errors import InputFileError
-from assistant.settings import PACKAGE_ROOT
-
-DEFAULT_EVAL_SET = PACKAGE_ROOT.parent / "evals" / "neurips2025.jsonl"
 
 
 class EvalItem(BaseModel):

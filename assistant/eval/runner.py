@@ -14,13 +14,14 @@ from rich.table import Table
 from assistant.core import Assistant
 from assistant.eval.calibration import JSON_FIELDS, calibrate, load_pairs
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
-from assistant.eval.dataset import DEFAULT_EVAL_SET, load_eval_set
+from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
 from assistant.eval.judges import make_judge
 from assistant.eval.report import summary_rows, write_results
-from assistant.settings import PACKAGE_ROOT, Settings
+from assistant.resources import default_eval_set
+from assistant.settings import Settings
 
-RUNS = PACKAGE_ROOT.parent / "evals" / "runs"
+RUNS = Path("evals") / "runs"  # under the current directory, where the user looks
 
 
 def run(
@@ -39,7 +40,7 @@ def run(
 ) -> bool:
     """Run (or resume) an eval; print the summary; False when a --fail-under threshold fails."""
     thresholds = parse_thresholds(fail_under)
-    path = eval_set or DEFAULT_EVAL_SET
+    path = eval_set or default_eval_set()
     items = load_eval_set(path)[:limit]
     judge = make_judge(judge_name, assistant.settings, assistant.embedder)
     remote = assistant.provider.name != "extractive" or judge_name == "llm"

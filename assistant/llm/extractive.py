@@ -144,6 +144,17 @@ class ExtractiveProvider(Provider):
         ]
         chosen: list[int] = []
         per_paper: dict[int, int] = {}
+        if context.pinned:
+            # The user named these papers ("compare them"): each one gets its best sentence.
+            for source in sorted({c.source for c in candidates}):
+                idx = max(
+                    (i for i, c in enumerate(candidates) if c.source == source),
+                    key=lambda i: candidates[i].score,
+                    default=None,
+                )
+                if idx is not None:
+                    chosen.append(idx)
+                    per_paper[source] = 1
         while len(chosen) < self.sentences:
             pick, pick_value = -1, -np.inf
             for idx in eligible:

@@ -1,0 +1,1 @@
+"""The eval set. The wheel carries this folder as ``assistant._evals`` (see pyproject.toml)."""

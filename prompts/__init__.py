@@ -1,0 +1,1 @@
+"""Prompt templates; the wheel carries this folder as ``assistant._prompts`` (pyproject.toml)."""
