@@ -78,10 +78,20 @@ def main() -> None:
     is_flag=True,
     help="Remove papers that are not in PATHS (the store then mirrors exactly PATHS).",
 )
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Fail at once (exit 1) when another ingest is writing to the store, instead of waiting.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_options
 def ingest(
-    paths: tuple[Path, ...], prune: bool, as_json: bool, store: Path | None, chroma_url: str | None
+    paths: tuple[Path, ...],
+    prune: bool,
+    no_wait: bool,
+    as_json: bool,
+    store: Path | None,
+    chroma_url: str | None,
 ) -> None:
     """Index abstracts (.txt seed files, .jsonl, .csv, or folders); default: the shipped corpus.
 
@@ -103,6 +113,8 @@ def ingest(
                 list(paths) or None,
                 prune=prune,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
+                wait=not no_wait,
+                on_wait=lambda message: err_console.print(message, highlight=False),
             )
         for problem in report.problems:
             err_console.print(f"[bold red]error:[/] {problem}", highlight=False)

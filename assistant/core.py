@@ -23,6 +23,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
+from assistant.locking import writer_lock
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
 from assistant.tokens import count_tokens
@@ -148,11 +149,16 @@ class Assistant:
         *,
         prune: bool = False,
         progress: Progress | None = None,
+        wait: bool = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> IngestReport:
-        """Index abstracts (the shipped corpus by default); returns what changed."""
+        """Index abstracts (the shipped corpus by default); returns what changed.
+
+        One writer at a time: while another process ingests into the same store, this waits
+        (telling ``on_wait`` why), or raises ``StoreBusyError`` when ``wait`` is False."""
         chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
         loaded = load_corpus(chosen)
-        return self._ingestor().run(loaded, prune=prune, progress=progress)
+        return self._write(loaded, prune, progress, wait, on_wait)
 
     def ingest_papers(
         self,
@@ -165,7 +171,21 @@ class Assistant:
         loaded = LoadResult()
         for paper in papers:
             loaded.add(paper)
-        return self._ingestor().run(loaded, prune=prune, progress=progress)
+        return self._write(loaded, prune, progress, wait=True, on_wait=None)
+
+    def _write(
+        self,
+        loaded: LoadResult,
+        prune: bool,
+        progress: Progress | None,
+        wait: bool,
+        on_wait: Callable[[str], None] | None,
+    ) -> IngestReport:
+        with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
+            # Whatever this process opened before it held the lock may predate another
+            # writer's changes: open the store afresh under the lock.
+            self.close()
+            return self._ingestor().run(loaded, prune=prune, progress=progress)
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
@@ -239,6 +259,8 @@ class Assistant:
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
+        self._vectors = self._sentences = None
+        self._lexical = None
 
     def __enter__(self) -> Assistant:
         return self

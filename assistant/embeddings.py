@@ -6,6 +6,7 @@ the model and its settings; the store records it and refuses to mix vectors from
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -215,8 +216,41 @@ class OpenAIEmbedder(Embedder):
         return vectors
 
 
+class HashingEmbedder(Embedder):
+    """Hashed word and character n-grams: deterministic, instant, no model files.
+
+    Much weaker than MiniLM at meaning (it matches spellings, not paraphrases), but a real
+    embedder: similar texts get similar vectors. For tests of everything around embedding
+    (journal, locks, kills, concurrency) and for trying the tool where no model can be had.
+    """
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+        self.name = f"hashing-ngrams@{dim}"
+
+    def _features(self, text: str) -> Iterator[str]:
+        words = text.lower().split()
+        yield from words
+        for word in words:
+            padded = f"<{word}>"
+            for n in (3, 4):
+                for i in range(len(padded) - n + 1):
+                    yield padded[i : i + n]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feature in self._features(text):
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                out[row, value % self.dim] += 1.0 if value >> 63 else -1.0
+        return _normalise(out)
+
+
 def make_embedder(settings: Settings) -> Embedder:
     cfg = settings.embedding
+    if cfg.provider == "hashing":
+        return HashingEmbedder()
     if cfg.provider == "openai":
         return OpenAIEmbedder(cfg.openai_model, settings.openai_api_key, settings.openai_base_url)
     return MiniLMEmbedder(max_tokens=cfg.max_tokens, batch_size=cfg.batch_size)

@@ -29,6 +29,10 @@ class StoreMissingError(StoreError):
     """A read command was pointed at a folder that holds no store."""
 
 
+class StoreBusyError(StoreError):
+    """Another process is writing to the store and the caller chose not to wait."""
+
+
 class EmbedderMismatchError(StoreError):
     """The store was built with another embedding model than the one configured."""
 

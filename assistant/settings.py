@@ -53,8 +53,10 @@ class CorpusSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    provider: Literal["minilm", "openai"] = Field(
-        "minilm", description="minilm: offline all-MiniLM-L6-v2 (ONNX). openai: OpenAI embeddings."
+    provider: Literal["minilm", "openai", "hashing"] = Field(
+        "minilm",
+        description="minilm: offline all-MiniLM-L6-v2 (ONNX). openai: OpenAI embeddings. "
+        "hashing: hashed word and character n-grams, instant but weak (tests, quick trials).",
     )
     openai_model: str = Field("text-embedding-3-small", description="Model for provider=openai.")
     batch_size: int = Field(32, ge=1, le=2048, description="Texts embedded per call.")
