@@ -5,6 +5,9 @@ turns ``ready`` only after they are there; removal goes through ``deleting``. Se
 ``ready`` papers, and the next ingest finishes or undoes whatever a crash left half done, so the
 store never shows a paper twice or a paper without its vectors. It also holds the full abstracts
 (the BM25 index is rebuilt from it) and a generation counter that tells when that index is stale.
+The counter moves in the same transaction as every change to the papers, so whatever point a
+crash stops a run at, an index stamped with the current generation was built from exactly the
+papers the catalog now calls ready.
 """
 
 from __future__ import annotations
@@ -111,10 +114,12 @@ class Catalog:
     def generation(self) -> int:
         return int(self.get_meta("generation") or 0)
 
-    def bump_generation(self) -> int:
-        new = self.generation + 1
-        self.set_meta("generation", str(new))
-        return new
+    def bump_generation(self, cur: sqlite3.Cursor | None = None) -> None:
+        """Mark every derived index stale; inside the caller's transaction when given one."""
+        (cur or self._db).execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
 
     # -- journal ----------------------------------------------------------------------------
     def states(self) -> dict[str, tuple[str, str, int]]:
@@ -150,6 +155,7 @@ class Catalog:
                         "INSERT INTO chunks(chunk_id, paper_id, idx, text) VALUES (?,?,?,?)",
                         [(c.chunk_id, c.paper_id, c.index, c.text) for c in chunks],
                     )
+                self.bump_generation(cur)
                 cur.execute("COMMIT")
             except BaseException:
                 cur.execute("ROLLBACK")
@@ -163,6 +169,7 @@ class Catalog:
                 cur.execute(
                     f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})", (state, *batch)
                 )
+            self.bump_generation(cur)
             cur.execute("COMMIT")
 
     def remove(self, paper_ids: Sequence[str]) -> None:
@@ -172,6 +179,7 @@ class Catalog:
                 marks = ",".join("?" * len(batch))
                 cur.execute(f"DELETE FROM chunks WHERE paper_id IN ({marks})", tuple(batch))
                 cur.execute(f"DELETE FROM papers WHERE paper_id IN ({marks})", tuple(batch))
+            self.bump_generation(cur)
             cur.execute("COMMIT")
 
     # -- reads ------------------------------------------------------------------------------

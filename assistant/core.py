@@ -132,7 +132,7 @@ class Assistant:
         if lexical.generation != self.catalog.generation and not (
             lexical.load() and lexical.generation == self.catalog.generation
         ):
-            self._ingestor().refresh_lexical(bump=False)
+            self._ingestor().refresh_lexical()
         return HybridRetriever(
             self.embedder,
             self.vectors,

@@ -137,9 +137,8 @@ class Ingestor:
             self._remove(gone, states)
             report.removed = len(gone)
 
-        changed = bool(to_write or leftovers or report.removed)
-        if changed or self.lexical.generation != self.catalog.generation:
-            self.refresh_lexical(bump=changed)
+        if self.lexical.generation != self.catalog.generation:
+            self.refresh_lexical()
         return report
 
     def _write_batch(self, batch: Sequence[Paper], states: dict[str, tuple[str, str, int]]) -> int:
@@ -191,8 +190,10 @@ class Ingestor:
         for pid in paper_ids:
             states.pop(pid, None)
 
-    def refresh_lexical(self, bump: bool = True) -> None:
-        generation = self.catalog.bump_generation() if bump else self.catalog.generation
+    def refresh_lexical(self) -> None:
+        # The generation is read first: a change committed while the index is built leaves
+        # it stamped older than the catalog, so it is rebuilt again, never trusted.
+        generation = self.catalog.generation
         self.lexical.build(
             ((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready()), generation
         )
