@@ -18,7 +18,7 @@ from assistant.answer import CANNOT_ANSWER, Answer, Usage
 from assistant.citations import check_citations
 from assistant.context import Context, build_context
 from assistant.errors import AssistantError
-from assistant.llm.base import Provider
+from assistant.llm.base import Provider, StreamWarning
 from assistant.llm.pricing import estimate_cost
 from assistant.prompts import render
 from assistant.render import short_source
@@ -142,7 +142,7 @@ class AnswerChain:
             elif not is_refusal(checked.text):
                 answer.warnings.append(
                     "the model's answer cited no source, so it is not shown: "
-                    + " ".join(checked.text.split())[:300]
+                    + " ".join(text.split())[:300]
                 )
             if context.dropped:
                 answer.warnings.append(
@@ -164,14 +164,19 @@ class AnswerChain:
     ) -> Iterator[str | Answer]:
         pieces: list[str] = []
         usage: Usage | None = None
+        notes: list[str] = []  # the provider's warnings, e.g. a truncated answer
         if context is not None:
             for piece in self.provider.stream(context):
                 if isinstance(piece, Usage):
                     usage = piece
+                elif isinstance(piece, StreamWarning):
+                    notes.append(piece.text)
                 else:
                     pieces.append(piece)
                     yield piece
-        yield self.finish(request, hits, context, "".join(pieces), usage, started)
+        answer = self.finish(request, hits, context, "".join(pieces), usage, started)
+        answer.warnings.extend(notes)
+        yield answer
 
     def stream(self, request: Request) -> Iterator[str | Answer]:
         """Text pieces as the provider produces them, then the checked Answer."""

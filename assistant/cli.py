@@ -193,7 +193,12 @@ def llm_options(func: F) -> F:
         metavar="URL",
         help="An OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 (sets OPENAI_BASE_URL).",
     )(func)
-    func = click.option("--model", default=None, help="Chat model name.")(func)
+    func = click.option(
+        "--model",
+        default=None,
+        help="Chat model: NAME, or PROVIDER:NAME for any installed LangChain integration "
+        "(e.g. anthropic:claude-3-5-haiku-latest, ollama:qwen2.5).",
+    )(func)
     func = click.option(
         "--provider",
         type=click.Choice(["auto", "extractive", "openai"]),

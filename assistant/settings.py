@@ -129,16 +129,33 @@ class RetrievalSettings(_Section):
 class LLMSettings(_Section):
     provider: Literal["auto", "extractive", "openai"] = Field(
         "auto",
-        description="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set, else "
-        "extractive. extractive: no LLM, quotes the best sentences. openai: ChatOpenAI, also "
-        "for any OpenAI-compatible server via OPENAI_BASE_URL.",
+        description="auto: openai when OPENAI_API_KEY or OPENAI_BASE_URL is set or the model "
+        "names another LangChain provider, else extractive. extractive: no LLM, quotes the best "
+        "sentences. openai: a LangChain chat model (ChatOpenAI, also for any OpenAI-compatible "
+        "server via OPENAI_BASE_URL, unless the model is provider:name).",
     )
-    model: str = Field("gpt-4.1-mini", description="Chat model name for provider=openai.")
+    model: str = Field(
+        "gpt-4.1-mini",
+        description="Chat model for provider=openai: a name (OpenAI, or the OPENAI_BASE_URL "
+        "server's) or provider:name for any installed LangChain integration, e.g. "
+        "anthropic:claude-3-5-haiku-latest, ollama:qwen2.5.",
+    )
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
-    max_tokens: int = Field(700, ge=16, le=16000, description="Longest answer, in tokens.")
-    timeout: float = Field(60.0, gt=0, description="Seconds to wait for one model call.")
+    max_tokens: int = Field(
+        700,
+        ge=16,
+        le=16000,
+        description="Longest answer, in tokens; the streamed text is also cut at 8 characters "
+        "a token.",
+    )
+    timeout: float = Field(
+        60.0, gt=0, description="Deadline in seconds for one answer, retries included."
+    )
     max_retries: int = Field(
-        2, ge=0, le=10, description="Retries (with backoff) on timeouts, 429 and 5xx."
+        2,
+        ge=0,
+        le=10,
+        description="Retries (with backoff, within the timeout) on timeouts, 429 and 5xx.",
     )
     context_tokens: int = Field(
         3500, ge=200, le=120_000, description="Token budget for the numbered sources."

@@ -108,3 +108,18 @@ def split_sentences(text: str) -> list[str]:
         else:
             sentences.append(piece)
     return sentences
+
+
+# Terminal escape sequences (CSI "ESC [ ... m", OSC "ESC ] ... BEL", two-byte "ESC x") whole, then
+# any C0/C1 control character left but newline and tab. "\r" goes too: it rewrites the line.
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]"
+)
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: escape sequences and control characters removed,
+    newlines and tabs kept ("\\r\\n" becomes "\\n")."""
+    text = _ESCAPE_SEQUENCE.sub("", text.replace("\r\n", "\n"))
+    return _UNPRINTABLE.sub("", text)

@@ -1,6 +1,10 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, plain and streamed
 (SSE), with scripted replies. It records every request body, so tests can assert on the prompt
 that was actually sent by the real ``openai`` client and LangChain code.
+
+Replies can also be hostile: SSE keep-alive comments that trickle for as long as the client
+listens (``keepalive``), a connection closed mid-stream with no finish_reason (``cut_after``),
+or any size of text. ``hangups`` records when a client stopped listening.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ class Reply:
     raw: bytes | None = None  # send these bytes as the body instead of a well-formed reply
     usage: tuple[int, int] | None = (120, 30)  # (prompt, completion) tokens, or None to omit
     chunks: int = 4  # how many SSE pieces a streamed reply is cut into
+    keepalive: float = 0.0  # send ": keep-alive" every this many seconds before any content...
+    stall: float = 0.0  # ...for this long (the client's deadline should end it sooner)
+    cut_after: int | None = None  # close the connection after this many pieces, unfinished
+    finish: str = "stop"  # the finish_reason sent at the end ("length": max_tokens reached)
+    headers: dict[str, str] | None = None  # extra response headers, e.g. a long retry-after-ms
 
 
 class FakeOpenAI:
@@ -30,6 +39,8 @@ class FakeOpenAI:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.default: Reply | None = None  # used when the queue is empty
+        self.received: list[float] = []  # time.monotonic() of each request
+        self.hangups: list[float] = []  # time.monotonic() when a streaming client went away
         # Or compute each reply from the request (e.g. quote the sources it was sent).
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -70,11 +81,16 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
+            def _send(
+                self, status: int, body: bytes, content_type: str, reply: Reply | None = None
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
-                self.send_header("retry-after-ms", "10")  # keep client backoff short in tests
+                headers = {"retry-after-ms": "10"}  # keep client backoff short in tests
+                headers.update((reply.headers if reply else None) or {})
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -82,6 +98,7 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
+                fake.received.append(time.monotonic())
                 reply = fake._next(body)
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -99,7 +116,7 @@ class FakeOpenAI:
                             "code": reply.status,
                         }
                     }
-                    self._send(reply.status, json.dumps(error).encode(), "application/json")
+                    self._send(reply.status, json.dumps(error).encode(), "application/json", reply)
                     return
                 model = body.get("model", "test-model")
                 if body.get("stream"):
@@ -113,11 +130,33 @@ class FakeOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                try:
+                    self._events(reply, model, body)
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.hangups.append(time.monotonic())
+
+            def _events(self, reply: Reply, model: str, body: dict[str, Any]) -> None:
+                def send(data: bytes) -> None:
+                    self.wfile.write(data)
+                    self.wfile.flush()
+
                 size = max(1, -(-len(reply.text) // max(1, reply.chunks)))
                 pieces = [reply.text[i : i + size] for i in range(0, len(reply.text), size)]
-                events = [_chunk(model, {"role": "assistant", "content": ""}, None)]
-                events += [_chunk(model, {"content": p}, None) for p in pieces]
-                events.append(_chunk(model, {}, "stop"))
+                first = _chunk(model, {"role": "assistant", "content": ""}, None)
+                send(f"data: {json.dumps(first)}\n\n".encode())
+                until = time.monotonic() + reply.stall
+                while reply.keepalive and time.monotonic() < until:
+                    time.sleep(reply.keepalive)
+                    send(b": keep-alive\n\n")  # a comment: resets read timeouts, no content
+                if reply.cut_after is not None:
+                    pieces = pieces[: reply.cut_after]
+                events = [_chunk(model, {"content": p}, None) for p in pieces]
+                if reply.cut_after is not None:  # close the connection here, unfinished
+                    for event in events:
+                        send(f"data: {json.dumps(event)}\n\n".encode())
+                    self.close_connection = True
+                    return
+                events.append(_chunk(model, {}, reply.finish))
                 wants_usage = (body.get("stream_options") or {}).get("include_usage")
                 if wants_usage and reply.usage:
                     events.append(
@@ -131,10 +170,8 @@ class FakeOpenAI:
                         }
                     )
                 for event in events:
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
+                    send(f"data: {json.dumps(event)}\n\n".encode())
+                send(b"data: [DONE]\n\n")
 
         return Handler
 

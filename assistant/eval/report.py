@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from assistant.eval.harness import METRICS
+from assistant.text import printable
 
 _BAR_W, _ROW_H = 360, 22
 
@@ -19,6 +21,14 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+def _md(value: Any) -> str:
+    """Text for a Markdown table cell: HTML escaped (Markdown renders raw HTML), Markdown
+    punctuation backslash-escaped, one line, no control characters."""
+    text = " ".join(printable(str(value)).split())
+    text = html.escape(text, quote=False)
+    return re.sub(r"([\\`*_\[\]|~])", r"\\\1", text)
 
 
 def write_results(
@@ -50,10 +60,11 @@ def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
 
 def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"# Eval run {meta.get('started', '')}",
+        f"# Eval run {_md(meta.get('started', ''))}",
         "",
-        f"Eval set `{meta.get('eval_set')}` · {aggregate['questions']} questions · "
-        f"provider {meta.get('provider')}/{meta.get('model')} · judge {meta.get('judge')}",
+        f"Eval set {_md(meta.get('eval_set'))} · {aggregate['questions']} questions · "
+        f"provider {_md(meta.get('provider'))}/{_md(meta.get('model'))} · "
+        f"judge {_md(meta.get('judge'))}",
         "",
         "| metric | value |",
         "|---|---|",
@@ -68,9 +79,9 @@ def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[st
     ]
     for r in rows:
         m = r["metrics"]
-        cited = ", ".join(r["cited"]).replace("|", "/")
+        cited = _md(", ".join(r["cited"]))
         lines.append(
-            f"| {r['id']} | {r['type']} | {'yes' if r['refused'] else 'no'} | "
+            f"| {_md(r['id'])} | {_md(r['type'])} | {'yes' if r['refused'] else 'no'} | "
             f"{_fmt(m.get('faithfulness'))} | {_fmt(m.get('citation_f1'))} | "
             f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | {cited} |"
         )

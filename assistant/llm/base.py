@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from assistant.answer import Usage
 from assistant.context import Context
 
-Piece = str | Usage  # text deltas, then (optionally) one Usage at the end
+
+@dataclass(frozen=True)
+class StreamWarning:
+    """Something the reader of the answer should know, e.g. that it was cut short."""
+
+    text: str
+
+
+Piece = str | StreamWarning | Usage  # text deltas (and warnings), then optionally one Usage
 
 
 class Provider(ABC):

@@ -1,4 +1,8 @@
-"""Choosing the provider from settings: explicit, or ``auto`` (a key or server means openai)."""
+"""Choosing the provider from settings: explicit, or ``auto``.
+
+``auto`` means an LLM when one is configured: OPENAI_API_KEY or OPENAI_BASE_URL is set, or the
+model names another LangChain provider (``--model anthropic:claude-...``); otherwise extractive.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,20 @@ from assistant.llm.extractive import ExtractiveProvider
 from assistant.settings import Settings
 
 
+def names_other_provider(model: str) -> bool:
+    """``model`` is ``provider:name`` for a LangChain provider other than OpenAI."""
+    if ":" not in model:
+        return False  # the common case decides without importing LangChain
+    from assistant.llm.chat_model import split_model
+
+    return split_model(model)[0] != "openai"
+
+
 def resolve_provider_name(settings: Settings) -> str:
     name = settings.llm.provider
     if name == "auto":
-        return "openai" if (settings.openai_api_key or settings.openai_base_url) else "extractive"
+        configured = settings.openai_api_key or settings.openai_base_url
+        return "openai" if configured or names_other_provider(settings.llm.model) else "extractive"
     return name
 
 
@@ -26,9 +40,9 @@ def make_provider(
 ) -> Provider:
     cfg = settings.llm
     if resolve_provider_name(settings) == "openai":
-        from assistant.llm.openai_chat import OpenAIProvider
+        from assistant.llm.chat_model import ChatModelProvider
 
-        return OpenAIProvider(cfg, settings.openai_api_key, settings.openai_base_url)
+        return ChatModelProvider(cfg, settings.openai_api_key, settings.openai_base_url)
     return ExtractiveProvider(
         embedder,
         sentences=cfg.extractive_sentences,

@@ -1,0 +1,289 @@
+"""Answers from LangChain chat models: ``ChatPromptTemplate | init_chat_model(...)``, streamed.
+
+``--model provider:name`` reaches any chat model whose LangChain integration is installed
+(``openai:gpt-4o-mini``, ``anthropic:claude-3-5-haiku-latest``, ``ollama:qwen2.5``); a bare name
+is an OpenAI model, or a model of the OpenAI-compatible server at OPENAI_BASE_URL (Ollama, vLLM,
+llama.cpp, LM Studio), so Ollama tags such as ``llama3.1:8b`` stay model names.
+
+A hostile or broken server is bounded. ASSISTANT_LLM__TIMEOUT is one deadline for the whole
+answer, retries included: over the OpenAI protocol it also interrupts a blocked read
+(``deadline.py``), other integrations are checked between chunks. A stream that ends without a
+``finish_reason`` is an error, not an empty answer. The text is capped at ``CHARS_PER_TOKEN`` x
+max_tokens characters, and control characters never reach the caller. Retries (timeouts, 408,
+409, 429, 5xx, before any text arrived) back off within the deadline; what still fails becomes
+one ``ProviderError`` that names the setting to change.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+
+from assistant.answer import CANNOT_ANSWER, Usage
+from assistant.context import Context
+from assistant.errors import ConfigError, ProviderError
+from assistant.llm.base import Piece, Provider, StreamWarning
+from assistant.llm.deadline import Deadline, deadline_http_client, within
+from assistant.prompts import load_prompt
+from assistant.settings import LLMSettings
+from assistant.text import printable
+
+CHARS_PER_TOKEN = 8  # English runs ~4 characters a token; twice that is never a real answer
+_RETRY_STATUS = {408, 409, 429}
+
+
+def known_providers() -> frozenset[str]:
+    """The provider prefixes ``init_chat_model`` understands ("openai", "anthropic", ...)."""
+    try:  # LangChain's registry has no public name; fall back to the common ones
+        from langchain.chat_models.base import _BUILTIN_PROVIDERS
+
+        return frozenset(_BUILTIN_PROVIDERS)
+    except ImportError:
+        return frozenset({"anthropic", "google_genai", "groq", "mistralai", "ollama", "openai"})
+
+
+def split_model(spec: str) -> tuple[str, str]:
+    """``"anthropic:claude-x"`` -> ``("anthropic", "claude-x")``; a bare name, or one whose prefix
+    is not a LangChain provider (``"llama3.1:8b"``), is ``("openai", spec)``."""
+    prefix, sep, name = spec.partition(":")
+    key = prefix.strip().lower().replace("-", "_")
+    if sep and name and key in known_providers():
+        return key, name
+    return "openai", spec
+
+
+def answer_prompt() -> ChatPromptTemplate:
+    return ChatPromptTemplate.from_messages(
+        [("system", load_prompt("answer_system")), ("human", load_prompt("answer_user"))]
+    ).partial(cannot_answer=CANNOT_ANSWER)
+
+
+class ChatModelProvider(Provider):
+    def __init__(
+        self,
+        settings: LLMSettings,
+        api_key: str | None,
+        base_url: str | None,
+        model: str | None = None,
+    ):
+        self.spec = model or settings.model
+        self.name, self.model = split_model(self.spec)
+        self.base_url = base_url if self.name == "openai" else None
+        self.timeout = settings.timeout
+        self.max_retries = settings.max_retries
+        self.max_tokens = settings.max_tokens
+        self.max_chars = settings.max_tokens * CHARS_PER_TOKEN
+        llm = self._chat_model(settings, api_key)
+        self.chain = answer_prompt() | llm
+        self.condenser = (
+            ChatPromptTemplate.from_messages([("human", load_prompt("condense_question"))])
+            | llm
+            | StrOutputParser()
+        )
+
+    def _chat_model(self, settings: LLMSettings, api_key: str | None) -> BaseChatModel:
+        from langchain.chat_models import init_chat_model
+
+        kwargs: dict[str, Any] = {
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+            "timeout": settings.timeout,
+        }
+        if self.name == "openai":
+            if not api_key and not self.base_url:
+                raise ConfigError(
+                    "provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible "
+                    "server such as Ollama); or use --provider extractive, which needs neither"
+                )
+            kwargs.update(
+                api_key=api_key or "not-needed",  # local servers ignore the key; the client not
+                base_url=self.base_url,
+                max_retries=0,  # ours, within the deadline (see stream)
+                stream_usage=True,
+                http_client=deadline_http_client(),
+            )
+        else:
+            kwargs["max_retries"] = settings.max_retries
+        try:
+            return init_chat_model(self.model, model_provider=self.name, **kwargs)
+        except ImportError as exc:
+            found = re.search(r"pip install [\"']?([\w.\[\]-]+)", str(exc))
+            package = found.group(1) if found else "langchain-" + self.name.replace("_", "-")
+            raise ConfigError(
+                f"--model {self.spec} needs LangChain's {self.name} integration, which is not "
+                f"installed: pip install {package}"
+            ) from exc
+        except Exception as exc:  # the integration rejected its settings (e.g. a missing key)
+            raise ConfigError(
+                f"cannot set up chat model {self.spec!r}: {_first_line(exc)}"
+            ) from exc
+
+    def _where(self) -> str:
+        if self.name != "openai":
+            return f"{self.name} model {self.model!r}"
+        return f"the model server at {self.base_url}" if self.base_url else "OpenAI"
+
+    # -- calls --------------------------------------------------------------------------------
+    def condense(self, history: str, question: str) -> str | None:
+        def call(deadline: Deadline) -> Generator[str]:
+            yield self.condenser.invoke({"history": history, "question": question})
+
+        text = printable("".join(p for p in self._bounded(call) if isinstance(p, str)))
+        line = text.strip().splitlines()[0].strip().strip('"') if text.strip() else ""
+        return line or None
+
+    def stream(self, context: Context) -> Iterator[Piece]:
+        inputs = {"question": context.question, "sources": context.block}
+        yield from self._bounded(lambda deadline: self._read(inputs, deadline))
+
+    def _read(self, inputs: dict[str, str], deadline: Deadline) -> Generator[Piece]:
+        """One attempt: text (printable, capped), a warning if cut, then usage."""
+        usage: dict[str, Any] | None = None
+        finish: str | None = None
+        size = 0
+        chunks = self.chain.stream(inputs)
+        try:
+            for chunk in chunks:
+                if deadline.expired():
+                    raise TimeoutError("the answer's deadline passed between chunks")
+                finish = chunk.response_metadata.get("finish_reason") or finish
+                if chunk.usage_metadata:
+                    usage = dict(chunk.usage_metadata)
+                text = printable(chunk.content) if isinstance(chunk.content, str) else ""
+                if not text:
+                    continue
+                if size + len(text) > self.max_chars:
+                    yield text[: self.max_chars - size]
+                    yield StreamWarning(
+                        f"the answer was truncated at {self.max_chars} characters "
+                        f"({CHARS_PER_TOKEN} per token of ASSISTANT_LLM__MAX_TOKENS="
+                        f"{self.max_tokens}); the model server sent more"
+                    )
+                    return
+                size += len(text)
+                yield text
+        finally:
+            getattr(chunks, "close", lambda: None)()  # stop reading: closes the HTTP response
+        if self.name == "openai" and finish is None:
+            raise _Incomplete(f"{self._where()} ended the stream before the answer was finished")
+        if finish == "length":
+            yield StreamWarning(
+                f"the answer was truncated: it reached ASSISTANT_LLM__MAX_TOKENS={self.max_tokens}"
+            )
+        if usage:
+            yield Usage(
+                prompt_tokens=int(usage.get("input_tokens", 0)),
+                completion_tokens=int(usage.get("output_tokens", 0)),
+                estimated=False,
+            )
+
+    def _bounded(self, attempt: Callable[[Deadline], Generator[Piece]]) -> Iterator[Piece]:
+        """Run ``attempt`` under one deadline, retrying transient failures that happen before
+        any text arrived, with backoff that never sleeps past the deadline."""
+        deadline = Deadline(self.timeout)
+        retries = 0
+        while True:
+            started = False
+            try:
+                for piece in within(deadline, attempt(deadline)):
+                    started = True
+                    yield piece
+                return
+            except Exception as exc:
+                if deadline.expired():
+                    raise self._deadline_error(retries) from exc
+                wait = self._retry_wait(exc, retries) if not started else None
+                if wait is None or retries >= self.max_retries or wait >= deadline.remaining():
+                    raise self._error(exc, retries) from exc
+                time.sleep(wait)
+                retries += 1
+
+    def _retry_wait(self, exc: Exception, retries: int) -> float | None:
+        """Seconds to wait before retrying ``exc``, or None when it is not worth a retry.
+        Other integrations retry inside their own clients (``max_retries``)."""
+        if self.name != "openai":
+            return None
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code not in _RETRY_STATUS and exc.status_code < 500:
+                return None
+            headers = exc.response.headers
+            for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+                try:
+                    return max(0.0, float(headers.get(header, "")) / scale)
+                except ValueError:
+                    continue
+        elif not isinstance(exc, openai.APIConnectionError | _Incomplete):  # timeouts included
+            return None
+        return min(0.5 * 2**retries, 8.0) * (1 - 0.25 * random.random())
+
+    # -- errors -------------------------------------------------------------------------------
+    def _deadline_error(self, retries: int) -> ProviderError:
+        return ProviderError(
+            f"{self._where()} did not answer within {self.timeout:g} s "
+            f"(ASSISTANT_LLM__TIMEOUT bounds the whole answer, retries included; "
+            f"{retries} of {self.max_retries} retries made); raise ASSISTANT_LLM__TIMEOUT "
+            "or check the server"
+        )
+
+    def _error(self, exc: Exception, retries: int) -> ProviderError:
+        """A failure the retries did not fix, as one actionable line."""
+        where = self._where()
+        if isinstance(exc, _Incomplete):
+            return ProviderError(
+                f"{exc} (no finish_reason; {retries} retries); try again or check the server"
+            )
+        if isinstance(exc, openai.AuthenticationError):
+            return ProviderError(f"{where} rejected the key (401); check OPENAI_API_KEY")
+        if isinstance(exc, openai.NotFoundError):
+            hint = ""
+            prefix, sep, _ = self.spec.partition(":")
+            if sep and not any(c.isdigit() or c == "." for c in prefix):
+                hint = f" ({prefix!r} is not a LangChain provider, so it was sent as a name)"
+            return ProviderError(
+                f"{where} has no model {self.model!r} (404){hint}; pick another with --model"
+            )
+        if isinstance(exc, openai.RateLimitError):
+            return ProviderError(
+                f"{where} is rate limiting (429) after {retries} retries; wait and try again"
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return self._deadline_error(retries)
+        if isinstance(exc, openai.APIConnectionError):
+            target = f"OPENAI_BASE_URL={self.base_url}" if self.base_url else "api.openai.com"
+            return ProviderError(
+                f"cannot reach {target}; is the server running and the URL "
+                "right (set OPENAI_BASE_URL or --base-url)?"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return ProviderError(
+                f"{where} failed with HTTP {exc.status_code} after {retries} retries; "
+                "try again later"
+            )
+        if self.name == "openai" and isinstance(
+            exc, openai.APIError | ValueError | KeyError | TypeError
+        ):
+            return ProviderError(
+                f"{where} returned a response that is not a valid chat completion "
+                f"({type(exc).__name__}); check that OPENAI_BASE_URL points at an "
+                "OpenAI-compatible /v1 API"
+            )
+        if self.name != "openai":  # another integration's own errors: one line all the same
+            return ProviderError(f"{where} failed: {type(exc).__name__}: {_first_line(exc)}")
+        raise exc
+
+
+class _Incomplete(Exception):
+    """The stream ended without a finish_reason: the server closed it mid-answer."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
