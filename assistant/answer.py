@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant.corpus import Paper
 from assistant.retrieval import Hit
 
 # The one phrase for "the abstracts do not answer this". Prompts and tests use this constant.
@@ -19,13 +20,20 @@ class Citation:
     source: str
     text: str  # the full abstract that supports the sentence
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, paper: Paper | None = None) -> dict[str, Any]:
+        """With the cited paper's title, authors, year, venue and URL when it is given."""
+        known = paper.bibliographic() if paper is not None else {}
         return {
             "n": self.n,
             "paper_id": self.paper_id,
             "label": self.label,
             "source": self.source,
             "text": self.text,
+            "title": known.get("title"),
+            "authors": known.get("authors", []),
+            "year": known.get("year"),
+            "venue": known.get("venue"),
+            "url": known.get("url"),
         }
 
 
@@ -60,18 +68,23 @@ class Answer:
     notice: str | None = None  # e.g. how to switch on an LLM; shown, not part of the answer
     search_query: str | None = None  # the standalone query searched, when it differs
 
+    def paper_of(self, citation: Citation) -> Paper | None:
+        """The cited paper with all its metadata (cited papers are among those retrieved)."""
+        return next((h.paper for h in self.retrieved if h.paper_id == citation.paper_id), None)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.text,
             "refused": self.refused,
-            "citations": [c.to_json() for c in self.citations],
+            "citations": [c.to_json(self.paper_of(c)) for c in self.citations],
             "retrieved": [
                 {
                     "paper_id": h.paper_id,
                     "label": h.label,
                     "source": h.source,
                     "score": round(h.score, 6),
+                    **h.paper.bibliographic(),
                 }
                 for h in self.retrieved
             ],

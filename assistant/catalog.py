@@ -127,6 +127,22 @@ class Catalog:
         rows = self._db.execute("SELECT paper_id, fingerprint, state, n_chunks FROM papers")
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
+    def labels(self) -> dict[str, str]:
+        """paper_id -> label for every paper the catalog knows."""
+        return {r[0]: r[1] for r in self._db.execute("SELECT paper_id, label FROM papers")}
+
+    def relabel(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Set (paper_id, fingerprint, label) of papers whose content is unchanged."""
+        if not rows:
+            return
+        with closing(self._db.cursor()) as cur:
+            cur.execute("BEGIN IMMEDIATE")
+            cur.executemany(
+                "UPDATE papers SET fingerprint = ?, label = ? WHERE paper_id = ?",
+                [(fp, label, pid) for pid, fp, label in rows],
+            )
+            cur.execute("COMMIT")
+
     def mark_pending(self, items: Iterable[tuple[Paper, list[Chunk]]]) -> None:
         """Record papers and their chunks as about to be written (one transaction)."""
         with closing(self._db.cursor()) as cur:

@@ -21,7 +21,6 @@ from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
 from assistant.llm.pricing import estimate_cost
 from assistant.prompts import render
-from assistant.render import short_source
 from assistant.retrieval import Hit
 from assistant.settings import LLMSettings
 
@@ -40,7 +39,7 @@ class Request:
 def nearest_papers(hits: list[Hit], n: int = 3) -> str:
     if not hits:
         return " No abstracts are indexed that come close; try `assistant ingest`."
-    names = "; ".join(f"{h.label} ({short_source(h.source)})" for h in hits[:n])
+    names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[:n])
     return f" Nearest abstracts found: {names}."
 
 

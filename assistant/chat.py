@@ -138,7 +138,9 @@ class ChatSession:
             self.say("no sources yet: ask a question first")
             return
         for c in answer.citations:
-            self.say(f"[{c.n}] {c.label}  {c.source}  (id {c.paper_id})")
+            paper = answer.paper_of(c)
+            details = render.describe(paper) if paper else c.source
+            self.say(f"[{c.n}] {c.label} · {details} (id {c.paper_id})")
 
     def show(self, arg: str) -> None:
         answer = self._last()
@@ -150,8 +152,9 @@ class ChatSession:
             )
             return
         c = citations[int(arg.strip("[]"))]
+        paper = answer.paper_of(c) if answer else None
         self.console.print(Text(f"[{c.n}] {c.label}", style="bold cyan"))
-        self.say(f"{c.source} · id {c.paper_id}", "dim")
+        self.say(f"{render.describe(paper) if paper else c.source} · id {c.paper_id}", "dim")
         self.say(c.text)
 
     def set_k(self, arg: str) -> None:

@@ -22,7 +22,7 @@ def defuse(text: str) -> str:
 
 
 def _attr(value: str) -> str:
-    return defuse(value).replace('"', "'")
+    return " ".join(defuse(value).replace('"', "'").split())
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,19 @@ class Context:
 
 
 def render_source(n: int, hit: Hit, body: str) -> str:
+    """The block header carries what is known about the paper (title, authors, year, venue,
+    url), so a model can answer "who wrote ..." from it; unknown fields are left out."""
+    paper = hit.paper
+    known = {
+        "title": paper.title,
+        "authors": "; ".join(paper.authors),
+        "year": str(paper.year) if paper.year is not None else None,
+        "venue": paper.venue,
+        "url": paper.url,
+    }
+    extra = "".join(f' {key}="{_attr(value)}"' for key, value in known.items() if value)
     return (
-        f'<source n="{n}" label="{_attr(hit.label)}" ref="{_attr(hit.source)}">\n'
+        f'<source n="{n}" label="{_attr(hit.label)}" ref="{_attr(hit.source)}"{extra}>\n'
         f"{defuse(body)}\n</source>"
     )
 

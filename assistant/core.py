@@ -24,6 +24,7 @@ from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.locking import writer_lock
+from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
 from assistant.tokens import count_tokens
@@ -218,13 +219,20 @@ class Assistant:
         return store.get_vectors if store is not None else None
 
     def chain(self) -> AnswerChain:
-        return AnswerChain(self.search, self.provider, self.settings.llm, count_tokens)
+        return AnswerChain(self._search_topic, self.provider, self.settings.llm, count_tokens)
+
+    def _search_topic(
+        self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """Search for what a question is about: "who wrote the soil-moisture paper?" looks for
+        "soil-moisture" (the provider still sees the whole question)."""
+        return self.search(topic_query(query), k, filters)
 
     def ask(
         self, question: str, k: int | None = None, filters: Mapping[str, Any] | None = None
     ) -> Answer:
         """A short answer in which every sentence cites the abstract it comes from."""
-        return self.chain().invoke(Request(check_query(question), k, filters))
+        return self.chain().invoke(self._request(question, k, filters))
 
     def stream(
         self,
@@ -235,8 +243,30 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """Yield the answer text as it arrives, then the checked ``Answer``."""
         pinned = bool(filters and filters.get("paper_id"))
-        request = Request(check_query(question), k, filters, search_query, pinned)
-        return self.chain().stream(request)
+        return self.chain().stream(self._request(question, k, filters, search_query, pinned))
+
+    def _request(
+        self,
+        question: str,
+        k: int | None,
+        filters: Mapping[str, Any] | None,
+        search_query: str | None = None,
+        pinned: bool = False,
+    ) -> Request:
+        """The chain's request. A question about papers from a year ("papers from 2024 on X")
+        searches only that year when the store has papers from it; a bare listing ("papers from
+        2024") is pinned: those papers are the answer, however little they resemble it."""
+        question = check_query(question)
+        asked = search_query or question
+        year = asked_year(asked)
+        if (
+            year is not None
+            and "year" not in (filters or {})
+            and self.catalog.ids_matching({"year": year})
+        ):
+            filters = {**(filters or {}), "year": year}
+            pinned = pinned or is_listing(asked)
+        return Request(question, k, filters, search_query, pinned)
 
     def info(self) -> dict[str, Any]:
         counts = self.catalog.counts()

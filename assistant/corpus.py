@@ -24,6 +24,7 @@ from assistant.text import content_key, fingerprint, normalize_text
 SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _OPTIONAL = ("title", "authors", "year", "url", "venue")
+_POSITION = {"seed": "abstract", "jsonl": "line", "csv": "row"}  # what "#3" counts, per format
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,16 @@ class Paper:
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(
-            self.source,
-            self.label,
+        """What was ingested. Not the label: it is derived from the title and abstract, so a
+        better labeller relabels stored papers without re-embedding them."""
+        return fingerprint(self.source, *self._stored_fields())
+
+    def legacy_fingerprint(self, label: str) -> str:
+        """The fingerprint of stores written when it included the label."""
+        return fingerprint(self.source, label, *self._stored_fields())
+
+    def _stored_fields(self) -> tuple[str, ...]:
+        return (
             self.abstract,
             self.title or "",
             "; ".join(self.authors),
@@ -62,13 +70,52 @@ class Paper:
             self.url or "",
         )
 
+    @property
+    def location(self) -> str:
+        """Where the abstract came from, readably: '004_cebd1b31328fe8e6.txt, abstract 2'."""
+        name, sep, position = self.source.rpartition("#")
+        kind = SUFFIXES.get(Path(name).suffix.lower(), "")
+        if not sep or not position.isdigit() or kind not in _POSITION:
+            return self.source
+        return f"{name}, {_POSITION[kind]} {position}"
+
+    @property
+    def reference(self) -> str:
+        """How a reader finds the paper: its URL when known, else where its abstract is."""
+        return self.url or self.location
+
+    def author_names(self, limit: int | None = None) -> str:
+        """'A, B and C'; past ``limit`` names, 'A, B et al.'; '' when none are recorded."""
+        names = list(self.authors)
+        if not names:
+            return ""
+        if limit is not None and len(names) > limit:
+            return ", ".join(names[:limit]) + " et al."
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    @property
+    def byline(self) -> str:
+        """'A, B and C · 2024 · NeurIPS': what is known besides the title ('' if nothing)."""
+        parts = [self.author_names(limit=6), str(self.year or ""), self.venue or ""]
+        return " · ".join(p for p in parts if p)
+
+    def bibliographic(self) -> dict[str, Any]:
+        """Title, authors, year, venue and URL for JSON output; null or empty when unknown."""
+        return {
+            "title": self.title,
+            "authors": list(self.authors),
+            "year": self.year,
+            "venue": self.venue,
+            "url": self.url,
+        }
+
     def metadata(self) -> dict[str, str | int]:
-        """Flat metadata for the vector store (no None values: Chroma rejects them)."""
+        """Flat metadata for the vector store (no None values: Chroma rejects them). What is
+        shown comes from the catalog; these fields are for filtering."""
         meta: dict[str, str | int] = {
             "paper_id": self.paper_id,
             "source": self.source,
             "source_file": self.source_file,
-            "label": self.label,
         }
         if self.year is not None:
             meta["year"] = self.year

@@ -95,18 +95,20 @@ class Ingestor:
         ]
         self._remove(leftovers, states)
 
-        # 2. Work out what changed.
+        # 2. Work out what changed. A paper whose only change is its derived label (or whose
+        #    fingerprint is the older kind that included the label) is relabelled in place.
         to_write: list[Paper] = []
+        relabel: list[tuple[str, str, str]] = []
+        labels = self.catalog.labels() if states else {}
         for paper in loaded.papers:
             known = states.get(paper.paper_id)
-            if (
-                known
-                and known[1] == "ready"
-                and known[0] == paper.fingerprint
-                and not config_changed
-            ):
-                report.unchanged += 1
-                continue
+            if known and known[1] == "ready" and not config_changed:
+                label = labels.get(paper.paper_id, "")
+                if known[0] in (paper.fingerprint, paper.legacy_fingerprint(label)):
+                    report.unchanged += 1
+                    if (known[0], label) != (paper.fingerprint, paper.label):
+                        relabel.append((paper.paper_id, paper.fingerprint, paper.label))
+                    continue
             to_write.append(paper)
             if known and known[1] == "ready":
                 report.updated += 1
@@ -114,6 +116,7 @@ class Ingestor:
                 report.added += 1
 
         # 3. Write in batches, journalled.
+        self.catalog.relabel(relabel)
         self.catalog.set_meta("config", self._config_key())
         if loaded.headers and self.catalog.get_meta("title") is None:
             self.catalog.set_meta("title", max(set(loaded.headers), key=loaded.headers.count))

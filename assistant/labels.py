@@ -1,14 +1,18 @@
 """A short human label for a paper that has no title.
 
 Abstracts usually introduce their contribution by name ("we propose KVFlow, a ..."). We look for a
-coined name near an introducing verb; failing that, the most prominent coined name; failing that,
-the abstract's first words.
+coined name near an introducing verb; failing that, the most prominent coined name that is not
+someone else's example ("methods such as SAM"); failing that, the noun phrase the first sentence
+is about ("Adafactor", "Small batch sizes"; see ``assistant.phrases``), never a clause.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+
+from assistant.phrases import topic_phrase
+from assistant.text import split_sentences
 
 # A coined name: mixed case (KVFlow, LeMiCa), an acronym not in the common list (THG), or with
 # digits/hyphens (GaRA-SAM, Qwen2.5). Must start with a letter.
@@ -29,6 +33,12 @@ _INTRO_ACRONYM = re.compile(
     r"\b(?:propose|proposes|introduce|introduces|present|presents|develop|develops|called|named|"
     r"dubbed|termed)\b[^.()]{0,120}?\((" + _NAME + r")\)"
 )
+# "introduce two novel algorithms: MAIL-BRO and MURMAIL", "Two algorithms are developed: *A*, ..."
+_INTRO_LIST = re.compile(
+    r"\b(?:propose[sd]?|introduce[sd]?|present(?:s|ed)?|develop(?:s|ed)?)\b[^.:]{0,60}:\s*([^.]+)"
+)
+# Names given as examples of others' work: "methods such as Sharpness-Aware Minimization (SAM)".
+_EXAMPLES = re.compile(r"\b(?:such as|e\.g\.,?|including)\s+([^.;]+)")
 _APPOSITION = re.compile(
     r"(?:^|[\s(])(" + _NAME + r")(?:\)|,|:)?\s+(?:a|an)\s+(?:novel|new|simple)?"
 )
@@ -152,24 +162,39 @@ def _is_coined(token: str) -> bool:
     return token[0].isupper() and (inner_upper or (has_digit_or_dash and token[:2].isupper()))
 
 
-def _is_named_phrase(token: str) -> bool:
-    """'We introduce Bubbleformer, a ...': a capitalised word set off as an apposition."""
-    # A short title-case word after a verb is usually an ordinary word ("General, ...").
-    long_enough = "-" in token or len(token) >= 8
-    return token[0].isupper() and token not in _COMMON and long_enough
+def _is_named_phrase(token: str, abstract: str, follows: str) -> bool:
+    """'We introduce Bubbleformer, a ...': a capitalised word set off as an apposition;
+    'we present Diff-Spectra that ...': a capitalised compound the abstract uses again."""
+    if not token[0].isupper() or token in _COMMON:
+        return False
+    if follows[:1] in {",", ":", "("}:
+        # A short title-case word after a verb is usually an ordinary word ("General, ...").
+        return "-" in token or len(token) >= 8
+    return _is_titlecase_compound(token) and abstract.count(token) >= 2
 
 
-def derive_label(abstract: str, max_words: int = 8) -> str:
-    """The contribution's name if the abstract coins one, otherwise its first words."""
+def coined_name(abstract: str) -> str | None:
+    """The name the abstract gives its contribution, if it gives one."""
     for pattern in (_OURS, _INTRO, _INTRO_ACRONYM):
         for match in pattern.finditer(abstract):
             candidate = match.group(1).rstrip(".")
             follows = abstract[match.end() : match.end() + 2]
+            if pattern is _INTRO_ACRONYM and re.search(r"\bbased on\b", match.group(0)):
+                continue  # "a framework ... based on regularized risk minimization (RERM)"
             if _is_coined(candidate):
                 return candidate
-            if pattern is _INTRO and _is_named_phrase(candidate) and follows[:1] in {",", ":", "("}:
+            if pattern is _INTRO and _is_named_phrase(candidate, abstract, follows):
                 return candidate
-    counts = Counter(t.rstrip(".") for t in re.findall(_NAME, abstract) if _is_coined(t))
+    for match in _INTRO_LIST.finditer(abstract):
+        names = [t.rstrip(".") for t in re.findall(_NAME, match.group(1)) if _is_coined(t)]
+        if names:
+            return " and ".join(dict.fromkeys(names[:2]))
+    examples = {t for m in _EXAMPLES.finditer(abstract) for t in re.findall(_NAME, m.group(1))}
+    counts = Counter(
+        t.rstrip(".")
+        for t in re.findall(_NAME, abstract)
+        if _is_coined(t) and t.rstrip(".") not in examples
+    )
     if counts:
         # A name used at least twice is the paper's own; a one-off may be a baseline.
         name, n = counts.most_common(1)[0]
@@ -178,6 +203,18 @@ def derive_label(abstract: str, max_words: int = 8) -> str:
             return name
         if apposition:
             return apposition[0].rstrip(".")
-    words = abstract.split()
-    head = " ".join(words[:max_words])
-    return head + ("…" if len(words) > max_words else "")
+    return None
+
+
+def derive_label(abstract: str, max_words: int = 8) -> str:
+    """The contribution's name if the abstract coins one, otherwise the noun phrase its first
+    sentence is about."""
+    name = coined_name(abstract)
+    if name:
+        return name
+    sentences = split_sentences(abstract)
+    phrase = topic_phrase(sentences[0], max_words) if sentences else ""
+    if phrase:
+        return phrase
+    words = abstract.split()  # nothing recognisable: the opening words, marked as cut
+    return " ".join(words[:max_words]) + ("…" if len(words) > max_words else "")

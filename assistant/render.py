@@ -12,17 +12,16 @@ from rich.table import Table
 from rich.text import Text
 
 from assistant.answer import Answer
+from assistant.corpus import Paper
 from assistant.ingest import IngestReport
 from assistant.retrieval import Hit
 
 
-def short_source(source: str) -> str:
-    """'004_cebd1b31328fe8e6.txt#2' -> '004_cebd….txt#2' for narrow terminals."""
-    name, _, pos = source.rpartition("#")
-    stem, dot, ext = name.rpartition(".")
-    if len(stem) > 12:
-        stem = stem[:8] + "…"
-    return f"{stem}{dot}{ext}#{pos}" if pos else source
+def describe(paper: Paper) -> str:
+    """What a reader needs to recognise and find a paper besides its label: the title (when the
+    label is not already it), authors, year, venue, then the URL or file and position."""
+    title = paper.title if paper.title and paper.title != paper.label else ""
+    return " · ".join(p for p in (title, paper.byline, paper.reference) if p)
 
 
 def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
@@ -52,10 +51,10 @@ def hits_table(console: Console, query: str, hits: list[Hit], width: int = 320) 
         head = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
             (hit.label, "bold"),
-            ("  " + short_source(hit.source), "dim"),
             (f"  score {hit.score:.4f}", "dim"),
         )
         console.print(head)
+        console.print(Text("    " + describe(hit.paper), style="dim"), soft_wrap=True)
         passage = hit.chunk if len(hit.chunk) <= width else hit.chunk[: width - 1] + "…"
         console.print(Text(passage), style="default", soft_wrap=False)
         console.print()
@@ -82,9 +81,12 @@ def highlight_citations(text: str) -> Text:
 def sources_line(answer: Answer) -> Text:
     if not answer.citations:
         return Text("")
-    parts = [f"[{c.n}] {c.label} ({short_source(c.source)})" for c in answer.citations]
+    parts = []
+    for c in answer.citations:
+        paper = answer.paper_of(c)
+        parts.append(f"[{c.n}] {c.label} · {describe(paper) if paper else c.source}")
     line = Text("Sources: ", style="bold")
-    line.append(" · ".join(parts))
+    line.append(("\n" + " " * len("Sources: ")).join(parts))  # one source per line
     line.highlight_regex(_MARK, "bold cyan")
     return line
 

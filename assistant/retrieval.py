@@ -61,6 +61,7 @@ class Hit:
             "source": self.source,
             "score": round(self.score, 6),
             "text": self.text,
+            **self.paper.bibliographic(),
         }
 
 

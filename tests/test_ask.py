@@ -87,7 +87,8 @@ def test_model_refusal_lists_nearest_papers(llm, server):
     server.enqueue(CANNOT_ANSWER)
     answer = llm.ask("What batch size did KVFlow use for its experiments on TPUs?")
     assert answer.refused and answer.citations == []
-    assert answer.text.startswith(CANNOT_ANSWER) and "KVFlow (004_cebd…" in answer.text
+    assert answer.text.startswith(CANNOT_ANSWER)
+    assert "KVFlow (004_cebd1b31328fe8e6.txt, abstract 2)" in answer.text
 
 
 def test_answer_without_any_citation_is_not_shown(llm, server):
@@ -230,8 +231,9 @@ def test_cli_ask_json_contract(shipped_store, server):
     }
     assert payload["provider"] == "openai" and payload["model"] == "llama3.1"
     assert payload["citations"][0]["label"] == "KVFlow"
-    assert set(payload["citations"][0]) == {"n", "paper_id", "label", "source", "text"}
-    assert set(payload["retrieved"][0]) == {"paper_id", "label", "source", "score"}
+    metadata = {"title", "authors", "year", "venue", "url"}
+    assert set(payload["citations"][0]) == {"n", "paper_id", "label", "source", "text"} | metadata
+    assert set(payload["retrieved"][0]) == {"paper_id", "label", "source", "score"} | metadata
     assert set(payload["usage"]) == {"prompt_tokens", "completion_tokens", "cost_usd"}
     assert payload["usage"]["cost_usd"] is None  # unknown model: no made-up price
     assert server.requests[-1]["model"] == "llama3.1"

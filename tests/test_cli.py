@@ -29,9 +29,16 @@ def test_search_json_contract(shipped_store: Path):
     assert payload["query"] == "KV cache eviction for agentic LLM workflows"
     assert len(payload["hits"]) == 5
     first = payload["hits"][0]
-    assert set(first) == {"rank", "paper_id", "label", "source", "score", "text"}
+    assert set(first) == {"rank", "paper_id", "label", "source", "score", "text"} | {
+        "title",
+        "authors",
+        "year",
+        "venue",
+        "url",
+    }
     assert first["rank"] == 1 and first["label"] == "KVFlow"
     assert first["source"] == "004_cebd1b31328fe8e6.txt#2"
+    assert first["title"] is None and first["authors"] == [] and first["url"] is None
     assert first["text"].startswith("Large language model (LLM) based agentic workflows")
 
 
@@ -39,7 +46,7 @@ def test_search_human_output(shipped_store: Path):
     code, out, _ = run(
         "search", "segment anything robustness", "-k", "2", "--store", str(shipped_store)
     )
-    assert code == 0 and "[1] GaRA-SAM" in out and "001_ef5b…" in out
+    assert code == 0 and "[1] GaRA-SAM" in out and "001_ef5bc1b701034fae.txt, abstract 2" in out
 
 
 def test_info_json(shipped_store: Path):

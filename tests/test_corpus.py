@@ -26,12 +26,12 @@ def test_labels_name_the_contribution(corpus_papers, name):
     assert name in {p.label for p in corpus_papers}
 
 
-def test_label_falls_back_to_first_words():
+def test_label_falls_back_to_a_noun_phrase():
     label = derive_label(
         "we study the convergence of gradient descent on two layer networks "
         "with small initialisation and show it is slow"
     )
-    assert label.startswith("we study the convergence") and label.endswith("…")
+    assert label == "Convergence of gradient descent on two layer networks"
 
 
 def test_normalisation_fixes_typography_and_keeps_math():
@@ -83,6 +83,7 @@ def test_csv_columns_are_case_insensitive(tmp_path: Path):
     )
     (paper,), problems = load_file(path)
     assert paper.abstract == "An abstract, with a comma." and paper.year == 2024 and not problems
+    assert paper.location == "mine.csv, row 1" and paper.reference == paper.location
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,23 @@ def test_changed_paper_is_rewritten_without_stale_chunks(
     assert fresh.search("sparse attention brand new", k=1)[0].source == "a.txt#1"
 
 
+def test_relabelling_never_re_embeds(fresh: Assistant, small_dir: Path):
+    """Labels are derived from title and abstract, so they are not in the fingerprint: a store
+    written with older labels (and older, label-including fingerprints) is relabelled in place."""
+    fresh.ingest([small_dir])
+    papers = list(fresh.catalog.iter_ready())
+    old = papers[0]
+    fresh.catalog.relabel(
+        [(old.paper_id, old.legacy_fingerprint("Old label…"), "Old label…")]  # as stores were
+        + [(p.paper_id, p.fingerprint, "Stale label") for p in papers[1:3]]
+    )
+    report = fresh.ingest([small_dir])
+    assert (report.unchanged, report.updated, report.chunks_written) == (5, 0, 0)
+    assert [p.label for p in fresh.catalog.iter_ready()] == [p.label for p in papers]
+    assert fresh.catalog.states()[old.paper_id][0] == old.fingerprint
+    _consistent(fresh)
+
+
 def test_prune_only_when_asked(fresh: Assistant, small_dir: Path):
     fresh.ingest([small_dir])
     kept = fresh.ingest([small_dir / "a.txt"])

@@ -23,7 +23,7 @@ PARAPHRASES = [
     ),
     (
         "can you really train language models stably with a batch size of one?",
-        "Conventional wisdom dictates that small batch sizes make…",
+        "Small batch sizes",
     ),
     ("benchmarks for retrieval built from recent programming questions", "FreshStack"),
 ]

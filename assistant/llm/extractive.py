@@ -7,6 +7,8 @@ terms the sentence contains + 0.05 when it states a contribution ("we propose", 
 better-ranked papers. Sentences are picked
 greedily with a redundancy penalty (maximal marginal relevance), at most three per paper, then
 printed paper by paper in source order and, within a paper, in the abstract's own order.
+Questions about a paper's authors, link, year or venue are answered from its stored metadata
+instead (``assistant.metadata_questions``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from assistant.context import Context
 from assistant.embeddings import Embedder
 from assistant.lexical import analyze
 from assistant.llm.base import Piece, Provider
+from assistant.metadata_questions import answer as answer_from_metadata
+from assistant.metadata_questions import parse as metadata_question
 
 NOTICE = (
     "Extractive answer (no LLM configured): sentences quoted from the abstracts. "
@@ -172,6 +176,11 @@ class ExtractiveProvider(Provider):
         return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
 
     def stream(self, context: Context) -> Iterator[Piece]:
+        about = metadata_question(context.question)
+        if about is not None:  # "who wrote ...": the stored metadata answers, not quotes
+            yield answer_from_metadata(about, context)
+            yield Usage(estimated=False, cost_usd=0.0)
+            return
         picked = self.select(context)
         if not picked:
             yield CANNOT_ANSWER
