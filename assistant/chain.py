@@ -21,10 +21,12 @@ from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
 from assistant.llm.pricing import estimate_cost
 from assistant.prompts import render
+from assistant.renumber import Renumberer, in_order_of_citation
 from assistant.retrieval import Hit
 from assistant.settings import LLMSettings
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
+OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,10 @@ class AnswerChain:
             answer.warnings.extend(checked.warnings)
             answer.uncited_sentences = checked.uncited
             if checked.citations:
-                answer.text, answer.citations, answer.refused = (
-                    checked.text,
-                    checked.citations,
-                    False,
+                answer.text, answer.citations = in_order_of_citation(
+                    checked.text, checked.citations
                 )
+                answer.refused = False
             elif not text.strip():
                 answer.warnings.append("the model returned an empty answer")
             elif not is_refusal(checked.text):
@@ -161,26 +162,37 @@ class AnswerChain:
     def _generate(
         self, request: Request, hits: list[Hit], context: Context | None, started: float
     ) -> Iterator[str | Answer]:
+        """The provider's text, its citations already renumbered as the reader will see them
+        (1..n in order of first appearance), then the checked Answer."""
         pieces: list[str] = []
         usage: Usage | None = None
         notes: list[str] = []  # the provider's warnings, e.g. a truncated answer
         if context is not None:
+            renumberer = Renumberer(len(context.sources))
             for piece in self.provider.stream(context):
                 if isinstance(piece, Usage):
                     usage = piece
-                elif isinstance(piece, StreamWarning):
+                    continue
+                if isinstance(piece, StreamWarning):
                     notes.append(piece.text)
-                else:
-                    pieces.append(piece)
-                    yield piece
+                    continue
+                pieces.append(piece)
+                if shown := renumberer.feed(piece):
+                    yield shown
+            if rest := renumberer.flush():
+                yield rest
         answer = self.finish(request, hits, context, "".join(pieces), usage, started)
         answer.warnings.extend(notes)
         yield answer
 
-    def stream(self, request: Request) -> Iterator[str | Answer]:
+    def stream(self, request: Request, on_status: OnStatus | None = None) -> Iterator[str | Answer]:
         """Text pieces as the provider produces them, then the checked Answer."""
         started = time.perf_counter()
+        if on_status:
+            on_status("searching")
         hits, context = self.retrieve(request)
+        if on_status and context is not None:
+            on_status("answering")
         yield from self._generate(request, hits, context, started)
 
     def invoke(self, request: Request) -> Answer:

@@ -20,7 +20,9 @@ from assistant.answer import Answer
 from assistant.conversation import Conversation
 from assistant.core import Assistant
 from assistant.errors import AssistantError
+from assistant.latex import latex_to_text
 from assistant.retrieval import check_filters
+from assistant.terminal import Waiting
 
 HELP = """Commands:
   /help               this list
@@ -44,9 +46,11 @@ class ChatSession:
         console: Console,
         k: int | None = None,
         filters: dict[str, str] | None = None,
+        status_console: Console | None = None,
     ):
         self.assistant = assistant
         self.console = console
+        self.status_console = status_console  # where "waiting for the model…" goes, if anywhere
         self.k = k or assistant.settings.retrieval.k
         try:
             check_filters(filters)
@@ -71,7 +75,12 @@ class ChatSession:
         return f"{provider.name}/{provider.model}" + (f" at {where}" if where else "")
 
     def say(self, message: str, style: str = "") -> None:
-        self.console.print(Text(message, style=style), soft_wrap=True)
+        self.console.print(Text(message, style=style))
+
+    def waiting(self) -> Waiting:
+        status = self.status_console
+        live = status is not None and status.is_terminal and self.console.is_terminal
+        return Waiting(status or self.console, live)
 
     # -- input ------------------------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -110,20 +119,28 @@ class ChatSession:
     # -- questions --------------------------------------------------------------------------
     def ask(self, question: str) -> None:
         provider = self.assistant.provider
-        resolution = self.conversation.resolve(question, provider.condense)
-        filters: dict[str, object] = dict(self.filters)
-        if resolution.papers:
-            filters["paper_id"] = [p.paper_id for p in resolution.papers]
-        if resolution.query != question:
-            self.say(f"(searching: {resolution.query})", "dim")
-        pieces = self.assistant.stream(
-            question, k=self.k, filters=filters, search_query=resolution.query
-        )
-        answer, streamed = render.stream_answer(self.console, pieces)
+        with self.waiting() as waiting:
+            if self.conversation.turns:
+                waiting.stage("condensing")
+            resolution = self.conversation.resolve(question, provider.condense)
+            waiting.stop()
+            filters: dict[str, object] = dict(self.filters)
+            if resolution.papers:
+                filters["paper_id"] = [p.paper_id for p in resolution.papers]
+            if resolution.query != question:
+                self.say(f"(searching: {resolution.query})", "dim")
+            pieces = self.assistant.stream(
+                question,
+                k=self.k,
+                filters=filters,
+                search_query=resolution.query,
+                on_status=waiting.stage,
+            )
+            answer, streamed = render.stream_answer(self.console, pieces, waiting=waiting)
         render.checked_text(self.console, answer, streamed)
         line = render.sources_line(answer)
         if line:
-            self.console.print(line, soft_wrap=True)
+            self.console.print(line)
         for warning in answer.warnings:
             self.say(f"warning: {warning}", "yellow")
         self.conversation.add(question, resolution.query, answer)
@@ -155,7 +172,7 @@ class ChatSession:
         paper = answer.paper_of(c) if answer else None
         self.console.print(Text(f"[{c.n}] {c.label}", style="bold cyan"))
         self.say(f"{render.describe(paper) if paper else c.source} · id {c.paper_id}", "dim")
-        self.say(c.text)
+        self.say(latex_to_text(c.text))
 
     def set_k(self, arg: str) -> None:
         if not arg.isdigit() or not 1 <= int(arg) <= 50:
@@ -275,7 +292,7 @@ def line_reader(history_file: Path | None) -> Callable[[str], str]:
 
 def run_chat(session: ChatSession, read_line: Callable[[str], str]) -> None:
     console = session.console
-    console.print(Text(session.header(), style="bold"), soft_wrap=True)
+    console.print(Text(session.header(), style="bold"))
     console.print(Text("Ask a question, or /help. Ctrl-D to leave.", style="dim"))
     while True:
         try:
@@ -295,5 +312,5 @@ def run_chat(session: ChatSession, read_line: Callable[[str], str]) -> None:
             session.say("(cancelled)", "dim")
         except AssistantError as exc:
             console.print()
-            console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+            console.print(f"[bold red]error:[/] {escape(str(exc))}")
     session.say("bye", "dim")

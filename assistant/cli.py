@@ -20,6 +20,7 @@ from assistant.answer import Answer
 from assistant.core import Assistant
 from assistant.errors import AssistantError
 from assistant.settings import APP_NAME, load_settings
+from assistant.terminal import Waiting, make_console
 
 F = TypeVar("F", bound=Callable[..., Any])
 err_console = Console(stderr=True, soft_wrap=True)
@@ -121,7 +122,7 @@ def ingest(
         if as_json:
             click.echo(json.dumps({**report.to_json(), "store": str(assistant.store_dir)}))
         else:
-            render.ingest_summary(Console(), report, str(assistant.store_dir))
+            render.ingest_summary(make_console(), report, str(assistant.store_dir))
     if not report.ok:
         sys.exit(1)
 
@@ -170,7 +171,7 @@ def search(
                 )
             )
         else:
-            render.hits_table(Console(), query, hits)
+            render.hits_table(make_console(), query, hits)
 
 
 @main.command()
@@ -183,7 +184,7 @@ def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
         if as_json:
             click.echo(json.dumps(details))
         else:
-            render.info_table(Console(), details)
+            render.info_table(make_console(), details)
 
 
 def llm_options(func: F) -> F:
@@ -243,9 +244,14 @@ def ask(
             result = assistant.ask(question, k=k, filters=parse_filters(filters))
             click.echo(json.dumps(result.to_json(), ensure_ascii=False))
             return
-        console = Console(highlight=False)
-        pieces = assistant.stream(question, k=k, filters=parse_filters(filters))
-        answer, streamed = render.stream_answer(console, pieces, show=not no_stream)
+        console = make_console()
+        with Waiting(err_console, console.is_terminal and err_console.is_terminal) as waiting:
+            pieces = assistant.stream(
+                question, k=k, filters=parse_filters(filters), on_status=waiting.stage
+            )
+            answer, streamed = render.stream_answer(
+                console, pieces, show=not no_stream, waiting=waiting
+            )
         print_answer(console, answer, streamed)
 
 
@@ -277,7 +283,11 @@ def chat(
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         session = ChatSession(
-            assistant, Console(highlight=False), k=k, filters=parse_filters(filters)
+            assistant,
+            make_console(),
+            k=k,
+            filters=parse_filters(filters),
+            status_console=err_console,
         )
         history = Path(platformdirs.user_data_dir(APP_NAME)) / "chat_history"
         run_chat(session, line_reader(history))
@@ -363,13 +373,13 @@ def eval_command(
     from assistant.eval import runner
 
     if compare_runs:
-        runner.print_comparison(Console(), *compare_runs, as_json=as_json)
+        runner.print_comparison(make_console(), *compare_runs, as_json=as_json)
         return
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         ok = runner.run(
             assistant,
-            Console(),
+            make_console(),
             err_console,
             eval_set=eval_set,
             judge_name=judge,
@@ -407,4 +417,4 @@ def calibrate(
     from assistant.eval import runner
 
     settings = load_settings(**llm_overrides(provider, model, base_url))
-    runner.print_calibration(Console(), settings, pairs_file, judge, as_json)
+    runner.print_calibration(make_console(), settings, pairs_file, judge, as_json)

@@ -14,7 +14,7 @@ import numpy as np
 
 from assistant.answer import Answer
 from assistant.catalog import Catalog
-from assistant.chain import AnswerChain, Request
+from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, load_corpus
 from assistant.embeddings import Embedder, make_embedder
@@ -240,10 +240,13 @@ class Assistant:
         k: int | None = None,
         filters: Mapping[str, Any] | None = None,
         search_query: str | None = None,
+        on_status: OnStatus | None = None,
     ) -> Iterator[str | Answer]:
-        """Yield the answer text as it arrives, then the checked ``Answer``."""
+        """Yield the answer text as it arrives, then the checked ``Answer``. ``on_status`` is
+        told "searching", then "answering" once the sources are found and the model is asked."""
         pinned = bool(filters and filters.get("paper_id"))
-        return self.chain().stream(self._request(question, k, filters, search_query, pinned))
+        request = self._request(question, k, filters, search_query, pinned)
+        return self.chain().stream(request, on_status)
 
     def _request(
         self,

@@ -11,10 +11,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from assistant.answer import Answer
+from assistant.answer import Answer, Usage
 from assistant.corpus import Paper
 from assistant.ingest import IngestReport
+from assistant.latex import LatexStream, latex_to_text
 from assistant.retrieval import Hit
+from assistant.terminal import Waiting, WordWrapper
 
 
 def describe(paper: Paper) -> str:
@@ -51,12 +53,12 @@ def hits_table(console: Console, query: str, hits: list[Hit], width: int = 320) 
         head = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
             (hit.label, "bold"),
-            (f"  score {hit.score:.4f}", "dim"),
-        )
+        )  # no score: fused z-scores mean nothing to a reader (--json keeps them)
         console.print(head)
-        console.print(Text("    " + describe(hit.paper), style="dim"), soft_wrap=True)
-        passage = hit.chunk if len(hit.chunk) <= width else hit.chunk[: width - 1] + "…"
-        console.print(Text(passage), style="default", soft_wrap=False)
+        console.print(Text("    " + describe(hit.paper), style="dim"))
+        chunk = latex_to_text(hit.chunk)
+        passage = chunk if len(chunk) <= width else chunk[: width - 1] + "…"
+        console.print(Text(passage), style="default")
         console.print()
 
 
@@ -92,18 +94,36 @@ def sources_line(answer: Answer) -> Text:
 
 
 def stream_answer(
-    console: Console, pieces: Iterable[str | Answer], show: bool = True
+    console: Console,
+    pieces: Iterable[str | Answer],
+    show: bool = True,
+    waiting: Waiting | None = None,
 ) -> tuple[Answer, bool]:
-    """Print text pieces as they arrive (citations highlighted); return the checked Answer and
-    whether anything was streamed."""
+    """Print text pieces as they arrive (LaTeX as text, wrapped between words on a terminal,
+    citations highlighted); return the checked Answer and whether anything was streamed.
+    ``waiting``'s status line is taken down before the first text is printed."""
     answer: Answer | None = None
     streamed = False
-    for piece in pieces:
-        if isinstance(piece, Answer):
-            answer = piece
-        elif show:
-            console.print(highlight_citations(piece), end="", soft_wrap=True)
-            streamed = True
+    latex = LatexStream()
+    wrapper = WordWrapper(None if console.soft_wrap else console.width)
+
+    def write(text: str) -> None:
+        if text:
+            console.print(highlight_citations(text), end="", soft_wrap=True)
+
+    try:
+        for piece in pieces:
+            if isinstance(piece, Answer):
+                answer = piece
+            elif show:
+                if waiting is not None:
+                    waiting.stop()
+                write(wrapper.feed(latex.feed(piece)))
+                streamed = True
+    finally:  # also when the stream fails or is cancelled: show what did arrive
+        if waiting is not None:
+            waiting.stop()
+        write(wrapper.feed(latex.flush()) + wrapper.flush())
     if answer is None:
         raise RuntimeError("the answer stream ended without an Answer")
     return answer, streamed
@@ -118,26 +138,30 @@ def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
         if not changed:
             return
         console.print(Text("checked answer:", style="bold"))
-    console.print(highlight_citations(answer.text), soft_wrap=True)
+    console.print(highlight_citations(latex_to_text(answer.text)))
 
 
 def answer_footer(console: Console, answer: Answer) -> None:
     """Everything after the answer text: sources, warnings, the provider's notice, usage."""
     line = sources_line(answer)
     if line:
-        console.print(line, soft_wrap=True)
+        console.print(line)
     for warning in answer.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
-    if answer.notice:
-        console.print(Text(answer.notice, style="dim"), soft_wrap=True)
+        console.print(Text(f"warning: {warning}", style="yellow"))
+    if answer.notice and not answer.refused:
+        console.print(Text(answer.notice, style="dim"))
     usage = answer.usage
     cost = f", ~${usage.cost_usd:.5f}" if usage.cost_usd else ""
-    tokens = (
-        f", {usage.prompt_tokens}+{usage.completion_tokens} tokens" if usage.prompt_tokens else ""
-    )
+    tokens = f", {token_counts(usage)} tokens" if usage.prompt_tokens else ""
     console.print(
         Text(
             f"{answer.provider}/{answer.model}, {answer.latency_ms / 1000:.1f} s{tokens}{cost}",
             style="dim",
         )
     )
+
+
+def token_counts(usage: Usage) -> str:
+    """'1234+56', or '≈1234+56' when the counts are tiktoken estimates (no usage from the
+    server)."""
+    return f"{'≈' if usage.estimated else ''}{usage.prompt_tokens}+{usage.completion_tokens}"

@@ -77,6 +77,7 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
         "latency_ms": round(answer.latency_ms, 1),
         "prompt_tokens": answer.usage.prompt_tokens,
         "completion_tokens": answer.usage.completion_tokens,
+        "tokens_estimated": answer.usage.estimated,
         "cost_usd": answer.usage.cost_usd,
     }
     metrics: dict[str, float | None] = dict.fromkeys(PER_QUESTION)
@@ -134,6 +135,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
             [r["prompt_tokens"] for r in rows],
             [r["completion_tokens"] for r in rows],
             [r["cost_usd"] for r in rows],
+            [r.get("tokens_estimated", False) for r in rows],
         )
     )
     return out

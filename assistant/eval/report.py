@@ -42,20 +42,52 @@ def write_results(
     return path
 
 
+def milliseconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def dollars(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value == 0:
+        return "$0"
+    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.2g}"
+
+
+def tokens(prompt: int, completion: int, estimated: bool) -> str:
+    """'12,345 + 678', with '≈' when some counts are tiktoken estimates."""
+    return f"{'≈' if estimated else ''}{prompt:,} + {completion:,}"
+
+
 def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [(name, _fmt(aggregate.get(name))) for name in METRICS]
+    p50, p95 = aggregate.get("latency_p50_ms"), aggregate.get("latency_p95_ms")
     rows += [
-        (
-            "latency p50 / p95 (ms)",
-            f"{_fmt(aggregate.get('latency_p50_ms'))} / {_fmt(aggregate.get('latency_p95_ms'))}",
-        ),
+        ("latency p50 / p95", f"{milliseconds(p50)} / {milliseconds(p95)}"),
         (
             "tokens (prompt + completion)",
-            f"{aggregate.get('prompt_tokens', 0)} + {aggregate.get('completion_tokens', 0)}",
+            tokens(
+                aggregate.get("prompt_tokens", 0),
+                aggregate.get("completion_tokens", 0),
+                bool(aggregate.get("tokens_estimated")),
+            ),
         ),
-        ("estimated cost (USD)", _fmt(aggregate.get("cost_usd"))),
+        ("estimated cost", dollars(aggregate.get("cost_usd"))),
     ]
     return rows
+
+
+def metric_value(name: str, value: Any, signed: bool = False) -> str:
+    """One aggregate figure as a reader wants it: 0.804, 178 ms, $0.0012 (+12 ms as a delta)."""
+    if value is None:
+        return "–"
+    if name.endswith("_ms"):
+        text = milliseconds(abs(value))
+    elif name == "cost_usd":
+        text = dollars(abs(value))
+    else:
+        text = f"{abs(value):.3f}"
+    return ("-" if value < 0 else "+" if signed and value > 0 else "") + text
 
 
 def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[str, Any]]) -> str:

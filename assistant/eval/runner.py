@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -17,7 +16,7 @@ from assistant.eval.compare import compare, failures, load_results, parse_thresh
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
 from assistant.eval.judges import make_judge
-from assistant.eval.report import summary_rows, write_results
+from assistant.eval.report import metric_value, summary_rows, write_results
 from assistant.resources import default_eval_set
 from assistant.settings import Settings
 
@@ -107,20 +106,17 @@ def print_comparison(console: Console, a: Path, b: Path, as_json: bool) -> None:
     for column in ("metric", "A", "B", "Δ"):
         table.add_column(column, justify="left" if column == "metric" else "right")
 
-    def show(value: Any) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
     for row in diff["metrics"]:
-        delta = row["delta"]
+        name, delta = row["metric"], row["delta"]
         style = "" if delta is None or abs(delta) < 1e-9 else ("green" if delta > 0 else "red")
-        if row["metric"] in {"latency_p50_ms", "latency_p95_ms", "cost_usd"} and style:
+        if name in {"latency_p50_ms", "latency_p95_ms", "cost_usd"} and style:
             style = "red" if style == "green" else "green"  # lower is better there
-        sign = "" if delta is None else ("+" if delta > 0 else "")
+        shown = metric_value(name, delta, signed=True)
         table.add_row(
-            row["metric"],
-            show(row["a"]),
-            show(row["b"]),
-            f"[{style}]{sign}{show(delta)}[/]" if style else show(delta),
+            name,
+            metric_value(name, row["a"]),
+            metric_value(name, row["b"]),
+            f"[{style}]{shown}[/]" if style else shown,
         )
     console.print(table)
     for change in diff["questions"]:

@@ -16,7 +16,10 @@ def cost_and_speed(
     prompt_tokens: Sequence[int],
     completion_tokens: Sequence[int],
     costs: Sequence[float | None],
-) -> dict[str, float | int | None]:
+    estimated: Sequence[bool] = (),
+) -> dict[str, float | int | bool | None]:
+    """``tokens_estimated`` is True when any count is a tiktoken estimate (the server sent no
+    usage), so the totals are marked as such."""
     known = [c for c in costs if c is not None]
     return {
         "latency_p50_ms": percentile(latencies_ms, 50),
@@ -24,4 +27,5 @@ def cost_and_speed(
         "prompt_tokens": int(sum(prompt_tokens)),
         "completion_tokens": int(sum(completion_tokens)),
         "cost_usd": round(sum(known), 6) if known else None,
+        "tokens_estimated": any(estimated),
     }
