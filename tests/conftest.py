@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from assistant import Assistant, load_settings
 from assistant.corpus import Paper, load_corpus
 from assistant.embeddings import MiniLMEmbedder
+from tests.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "neurips2025"
@@ -23,6 +25,14 @@ def _no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("ASSISTANT_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}:
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture()
+def server() -> Iterator[FakeOpenAI]:
+    """The loopback chat-completions server (tests/openai_server.py), one per test."""
+    fake = FakeOpenAI().start()
+    yield fake
+    fake.stop()
 
 
 @pytest.fixture(scope="session")

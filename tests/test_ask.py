@@ -20,13 +20,6 @@ from tests.openai_server import FakeOpenAI, Reply
 KVFLOW_Q = "What does KVFlow replace LRU eviction with?"
 
 
-@pytest.fixture()
-def server():
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
-
-
 def _llm(store: Path, server: FakeOpenAI, embedder, **llm) -> Assistant:
     settings = load_settings(
         store={"path": store},

@@ -6,7 +6,6 @@ import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
@@ -15,7 +14,7 @@ from assistant.chat import ChatSession, run_chat
 from assistant.cli import main
 from assistant.context import Context
 from assistant.llm.base import Piece, Provider
-from tests.openai_server import FakeOpenAI, Reply
+from tests.openai_server import Reply
 
 FIRST = "which papers make diffusion sampling faster without retraining?"
 
@@ -156,13 +155,6 @@ def test_chat_cli_with_piped_stdin(shipped_store):
     assert result.exit_code == 0, result.output
     assert "95 papers" in result.stdout and "THG" in result.stdout
     assert "not valid UTF-8" in result.stdout and "bye" in result.stdout
-
-
-@pytest.fixture()
-def server():
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
 
 
 def test_llm_follow_up_uses_the_condense_prompt(shipped_store, embedder, server):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,13 +50,6 @@ def finish(child: pexpect.spawn) -> int:
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus
-
-
-@pytest.fixture()
-def server() -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
 
 
 def test_line_editing_history_save_and_ctrl_d(shipped_store: Path, tmp_path: Path):

@@ -39,13 +39,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, corpus_papers, embedder) -> 
     return path
 
 
-@pytest.fixture()
-def server():
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
-
-
 def _assistant(store: Path, server: FakeOpenAI, embedder, **llm) -> Assistant:
     settings = load_settings(
         store={"path": store},

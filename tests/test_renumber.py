@@ -19,13 +19,6 @@ KVFLOW_Q = "What does KVFlow replace LRU eviction with?"
 
 
 @pytest.fixture()
-def server():
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture()
 def llm(shipped_store: Path, server: FakeOpenAI, embedder):
     settings = load_settings(
         store={"path": shipped_store},
@@ -89,7 +82,7 @@ def test_cli_text_and_json_use_the_same_numbers(shipped_store: Path, server: Fak
     labels = [h["label"] for h in payload["retrieved"]]
     assert [c["label"] for c in payload["citations"]] == [labels[3], labels[1]]
     out = CliRunner().invoke(main, args).stdout
-    assert f"[1] {labels[3]} (" in out and f"[2] {labels[1]} (" in out
+    assert f"[1] {labels[3]} · " in out and f"[2] {labels[1]} · " in out
     assert "[4]" not in out and "[3]" not in out
 
 
