@@ -188,3 +188,14 @@ def test_llm_follow_up_uses_the_condense_prompt(shipped_store, embedder, server)
     assert "caching accelerate diffusion video generation" in followup
     assert "error: the model server at" in text and "HTTP 500" in text
     assert len(session.conversation.turns) == 2 and text.rstrip().endswith("bye")
+
+
+def test_compare_them_covers_every_paper_the_last_answer_cited(shipped):
+    session, _ = session_for(shipped)
+    session.handle("Which papers speed up diffusion model sampling?")
+    cited = [c.paper_id for c in session.conversation.turns[-1].answer.citations]
+    assert len(cited) >= 3
+    session.handle("compare them")
+    compared = session.conversation.turns[-1].answer
+    assert not compared.refused
+    assert sorted(c.paper_id for c in compared.citations) == sorted(cited)
