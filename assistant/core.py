@@ -275,6 +275,7 @@ class Assistant:
         counts = self.catalog.counts()
         return {
             "store": str(self.store_dir.resolve()),
+            "default_store": str(default_store()),  # where commands look without --store
             "chroma": self.settings.store.chroma_url or str((self.store_dir / "chroma").resolve()),
             "collection": self.settings.store.collection,
             "papers": counts["papers"],
