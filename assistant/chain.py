@@ -24,6 +24,7 @@ from assistant.prompts import render
 from assistant.renumber import Renumberer, in_order_of_citation
 from assistant.retrieval import Hit
 from assistant.settings import LLMSettings
+from assistant.text import printable
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
 OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
@@ -176,6 +177,7 @@ class AnswerChain:
                 if isinstance(piece, StreamWarning):
                     notes.append(piece.text)
                     continue
+                piece = printable(piece)  # whoever wrote it: no escape sequences
                 pieces.append(piece)
                 if shown := renumberer.feed(piece):
                     yield shown

@@ -46,7 +46,7 @@ _TYPOGRAPHY = str.maketrans(
 # Words that legitimately follow a suspended hyphen: "model- and data-parallel".
 _SUSPENDED = {"and", "or", "to", "nor", "versus", "vs", "as", "than", "but"}
 _BROKEN_WORD = re.compile(r"\b([A-Za-z]{2,})-\s+([a-z]{2,})\b")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1, not \t \n \r
 _SPACES = re.compile(r"\s+")
 
 
@@ -60,7 +60,8 @@ def _join_broken(match: re.Match[str]) -> str:
 def normalize_text(text: str) -> str:
     """Canonical form of an abstract or title; idempotent."""
     text = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHY)
-    text = _CONTROL.sub(" ", text)
+    # Escape sequences go whole, so no "[31m" is left behind; then the bare controls.
+    text = _CONTROL.sub(" ", _ESCAPE_SEQUENCE.sub("", text))
     text = _BROKEN_WORD.sub(_join_broken, text)
     return _SPACES.sub(" ", text).strip()
 

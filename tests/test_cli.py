@@ -114,3 +114,20 @@ def test_the_default_store_is_in_the_user_data_dir(tmp_path: Path, monkeypatch):
     assert code == 1
     assert f"no store in {tmp_path / 'data' / 'abstracts-assistant' / 'vectorstore'}" in err
     assert "create it with `assistant ingest`" in err
+
+
+def test_escape_sequences_in_abstracts_never_reach_the_terminal(tmp_path: Path, corpus_papers):
+    hostile = corpus_papers[3].abstract.replace(
+        ". ", ". \x1b[2J\x1b]0;pwned\x07\x9b31m Clear screen. ", 1
+    )
+    (tmp_path / "evil.jsonl").write_text(
+        json.dumps({"title": "Evil \x1b[5mblink", "abstract": hostile}) + "\n", encoding="utf-8"
+    )
+    store = str(tmp_path / "store")
+    assert run("ingest", str(tmp_path / "evil.jsonl"), "--store", store)[0] == 0
+    query = " ".join(corpus_papers[3].abstract.split()[:12])
+    for command in (["search", query], ["ask", query], ["search", "--json", query]):
+        code, out, err = run(*command, "--store", store)
+        assert code == 0
+        assert not any(c in out + err for c in "\x1b\x9b\x07"), command
+    assert "Evil blink" in run("search", "--json", query, "--store", store)[1]
