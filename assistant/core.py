@@ -6,6 +6,7 @@ settings are passed in (or built from settings); nothing is reached through glob
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,54 +64,55 @@ class Assistant:
         self._lexical: LexicalIndex | None = None
         self._provider: Provider | None = provider
         self._may_create = False  # only ingest creates a store; reading a missing one is an error
+        # Eval workers share one Assistant: lazy wiring and the lexical refresh happen once.
+        self._wiring = threading.RLock()
 
     # -- wiring (lazy, so `assistant --help` never opens a database) ------------------------
     @property
     def catalog(self) -> Catalog:
-        if self._catalog is None:
-            path = self.store_dir / CATALOG_FILE
-            if not self._may_create and not path.exists():
-                raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
-            self._catalog = Catalog(path)
-        return self._catalog
+        with self._wiring:
+            if self._catalog is None:
+                path = self.store_dir / CATALOG_FILE
+                if not self._may_create and not path.exists():
+                    raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
+                self._catalog = Catalog(path)
+            return self._catalog
 
     @property
     def vectors(self) -> ChromaVectors:
-        if self._vectors is None:
-            self.catalog  # noqa: B018 -- a missing store is reported before Chroma creates one
-            cfg = self.settings.store
-            self._vectors = ChromaVectors.open(
-                path=self.store_dir / "chroma",
-                url=cfg.chroma_url,
-                collection=cfg.collection,
-                embedder_name=self.embedder.name,
-                dim=self.embedder.dim,
-            )
-        return self._vectors
+        with self._wiring:
+            if self._vectors is None:
+                self._vectors = self._open_collection(self.settings.store.collection)
+            return self._vectors
 
     @property
     def sentence_vectors(self) -> ChromaVectors | None:
         """Sentence-level vectors, when ``retrieval.sentence_vectors`` is on."""
         if not self.settings.retrieval.sentence_vectors:
             return None
-        if self._sentences is None:
-            self.catalog  # noqa: B018 -- as in `vectors`
-            cfg = self.settings.store
-            self._sentences = ChromaVectors.open(
-                path=self.store_dir / "chroma",
-                url=cfg.chroma_url,
-                collection=f"{cfg.collection}-sentences",
-                embedder_name=self.embedder.name,
-                dim=self.embedder.dim,
-            )
-        return self._sentences
+        with self._wiring:
+            if self._sentences is None:
+                name = f"{self.settings.store.collection}-sentences"
+                self._sentences = self._open_collection(name)
+            return self._sentences
+
+    def _open_collection(self, name: str) -> ChromaVectors:
+        self.catalog  # noqa: B018 -- a missing store is reported before Chroma creates one
+        return ChromaVectors.open(
+            path=self.store_dir / "chroma",
+            url=self.settings.store.chroma_url,
+            collection=name,
+            embedder_name=self.embedder.name,
+            dim=self.embedder.dim,
+        )
 
     @property
     def lexical(self) -> LexicalIndex:
-        if self._lexical is None:
-            self._lexical = LexicalIndex(self.store_dir / "bm25")
-            self._lexical.load()
-        return self._lexical
+        with self._wiring:
+            if self._lexical is None:
+                self._lexical = LexicalIndex(self.store_dir / "bm25")
+                self._lexical.load()
+            return self._lexical
 
     def _chunker(self) -> Chunker:
         cfg = self.settings.chunking
@@ -129,11 +131,12 @@ class Assistant:
         )
 
     def retriever(self) -> HybridRetriever:
-        lexical = self.lexical
-        if lexical.generation != self.catalog.generation and not (
-            lexical.load() and lexical.generation == self.catalog.generation
-        ):
-            self._ingestor().refresh_lexical()
+        with self._wiring:  # one thread brings a stale lexical index up to date
+            lexical = self.lexical
+            if lexical.generation != self.catalog.generation and not (
+                lexical.load() and lexical.generation == self.catalog.generation
+            ):
+                self._ingestor().refresh_lexical()
         return HybridRetriever(
             self.embedder,
             self.vectors,
@@ -201,9 +204,12 @@ class Assistant:
     # -- answers ----------------------------------------------------------------------------
     @property
     def provider(self) -> Provider:
-        if self._provider is None:
-            self._provider = make_provider(self.settings, self.embedder, self._sentence_lookup())
-        return self._provider
+        with self._wiring:
+            if self._provider is None:
+                self._provider = make_provider(
+                    self.settings, self.embedder, self._sentence_lookup()
+                )
+            return self._provider
 
     def use_provider(self, provider: str | None = None, model: str | None = None) -> None:
         """Switch who writes answers; the current one stays if the new one cannot be set up."""

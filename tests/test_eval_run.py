@@ -173,3 +173,26 @@ def test_calibrate_cli_json_contract(tmp_path: Path):
     assert "bootstrap interval of the balanced accuracy: 1.000-1.000" in human.stdout
     bad = CliRunner().invoke(main, ["eval", "calibrate", "--pairs", str(tmp_path / "nope.jsonl")])
     assert bad.exit_code == 1 and "cannot read pairs" in bad.stderr
+
+
+def test_threaded_eval_on_a_stale_index(tmp_path: Path, corpus_papers, embedder, server):
+    """Four workers share one Assistant and one judge while the lexical index is stale: it is
+    rebuilt once, every question is answered and judged, none fails."""
+    store = tmp_path / "store"
+    settings = load_settings(
+        store={"path": store},
+        llm={"provider": "openai", "model": "gpt-4o-mini"},
+        openai_base_url=server.base_url,
+    )
+    server.responder = _first_sentences
+    items = [i for i in load_eval_set(EVAL_SET) if i.answerable][:12]
+    gold = {p for i in items for p in i.gold_papers}
+    with Assistant(settings, embedder=embedder) as assistant:
+        assistant.ingest_papers([p for p in corpus_papers if p.paper_id in gold])
+        assistant.catalog.bump_generation()  # as if another process had changed the store
+        assert assistant.lexical.generation != assistant.catalog.generation
+        rows = run_eval(assistant, items, OfflineJudge(embedder), tmp_path / "run", workers=4)
+        assert assistant.lexical.generation == assistant.catalog.generation
+    assert [r["id"] for r in rows] == [i.id for i in items]
+    assert all(not r.get("error") for r in rows), [r.get("error") for r in rows]
+    assert aggregate(rows)["faithfulness"] >= 0.8

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import string
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,16 +86,22 @@ class FeatureExtractor:
     def __init__(self, embedder: MiniLMEmbedder):
         self.embedder = embedder
         self._states: dict[str, TokenStates] = {}
+        self._lock = threading.Lock()  # eval workers share one judge
 
     def _encode(self, texts: list[str]) -> list[TokenStates]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._states]
-        if len(self._states) + len(missing) > _CACHE_LIMIT:  # bound memory on long runs
-            self._states.clear()
-            missing = list(dict.fromkeys(texts))
+        # What this call needs is held locally, so another thread clearing the cache (to bound
+        # its memory) cannot take it away between the look-up and the use.
+        with self._lock:
+            known = {t: self._states[t] for t in texts if t in self._states}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
-            for text, states in zip(missing, self.embedder.token_states(missing), strict=True):
-                self._states[text] = states
-        return [self._states[t] for t in texts]
+            fresh = dict(zip(missing, self.embedder.token_states(missing), strict=True))
+            known.update(fresh)
+            with self._lock:
+                if len(self._states) + len(fresh) > _CACHE_LIMIT:  # bound memory on long runs
+                    self._states.clear()
+                self._states.update(fresh)
+        return [known[t] for t in texts]
 
     def _claim_pieces(self, claim: str) -> np.ndarray:
         states = self._encode([claim])[0]
