@@ -253,6 +253,13 @@ class Catalog:
         sql = "SELECT paper_id FROM papers WHERE " + " AND ".join(clauses)
         return {r[0] for r in self._db.execute(sql, params)}
 
+    def has_ready(self) -> bool:
+        """At least one paper is searchable (one indexed row, not a count of the table)."""
+        return (
+            self._db.execute("SELECT 1 FROM papers WHERE state = 'ready' LIMIT 1").fetchone()
+            is not None
+        )
+
     def counts(self) -> dict[str, int]:
         papers = self._db.execute(
             "SELECT COUNT(*), COALESCE(SUM(n_chunks), 0) FROM papers WHERE state = 'ready'"

@@ -6,7 +6,6 @@ the provider's text as it arrives, then the checked ``Answer``.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -47,14 +46,9 @@ def nearest_papers(hits: list[Hit], n: int = 3) -> str:
 
 
 def names_a_paper(question: str, hits: list[Hit]) -> bool:
-    """The question names a retrieved paper ("What does MINJA do?"): relevant by definition,
-    however little the embedder knows the name."""
-    words = set(re.findall(r"[\w.-]+", question.lower()))
-    return any(
-        h.label.lower() in words or (len(h.label) > 12 and h.label.lower() in question.lower())
-        for h in hits
-        if "…" not in h.label and len(h.label) >= 3
-    )
+    """The question names a retrieved paper ("What does MINJA do?", "when was Stop Summation
+    published?"): relevant by definition, however little the embedder knows the name."""
+    return any(h.named_in(question) for h in hits)
 
 
 def is_refusal(text: str) -> bool:

@@ -248,7 +248,7 @@ class ChatSession:
             lines += [f"## {i}. {turn.question}", ""]
             if turn.search_query != turn.question:
                 lines += [f"_Searched: {turn.search_query}_", ""]
-            lines += [turn.answer.text, ""]
+            lines += [latex_to_text(turn.answer.text), ""]  # read as the terminal showed it
             if turn.answer.citations:
                 lines.append(
                     "Sources: "
@@ -256,10 +256,11 @@ class ChatSession:
                 )
                 lines.append("")
             for c in turn.answer.citations:
+                text = latex_to_text(c.text)
                 references.setdefault(
                     c.paper_id,
                     f"- **{c.label}** — {c.source} — id `{c.paper_id}`  \n"
-                    f"  {c.text[:300]}{'…' if len(c.text) > 300 else ''}",
+                    f"  {text[:300]}{'…' if len(text) > 300 else ''}",
                 )
         if references:
             lines += ["## References", "", *references.values(), ""]

@@ -51,7 +51,8 @@ def store_options(func: F) -> F:
         "--store",
         type=click.Path(path_type=Path),
         default=None,
-        help="Store folder [default: ./vectorstore or ASSISTANT_STORE__PATH].",
+        help="Store folder [default: ASSISTANT_STORE__PATH, else the user data directory; "
+        "`assistant info` prints it].",
     )(func)
     return func
 
@@ -119,6 +120,12 @@ def ingest(
             )
         for problem in report.problems:
             err_console.print(f"[bold red]error:[/] {problem}", highlight=False)
+        if report.prune_skipped:
+            err_console.print(
+                "--prune skipped: some input could not be read, so nothing was removed; "
+                "fix the errors above and run the command again",
+                highlight=False,
+            )
         if as_json:
             click.echo(json.dumps({**report.to_json(), "store": str(assistant.store_dir)}))
         else:
@@ -282,6 +289,7 @@ def chat(
 
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
+        assistant.require_papers()
         session = ChatSession(
             assistant,
             make_console(),

@@ -19,7 +19,7 @@ from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, load_corpus
 from assistant.embeddings import Embedder, make_embedder
-from assistant.errors import AssistantError, StoreMissingError
+from assistant.errors import AssistantError, StoreEmptyError, StoreMissingError
 from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
@@ -130,8 +130,14 @@ class Assistant:
             sentences=self.sentence_vectors,
         )
 
+    def require_papers(self) -> None:
+        """Raise StoreEmptyError, saying how to fill it, when the store has nothing to search."""
+        if not self.catalog.has_ready():
+            raise StoreEmptyError(empty_store_message(self.store_dir, self.settings))
+
     def retriever(self) -> HybridRetriever:
         with self._wiring:  # one thread brings a stale lexical index up to date
+            self.require_papers()
             lexical = self.lexical
             if lexical.generation != self.catalog.generation and not (
                 lexical.load() and lexical.generation == self.catalog.generation
@@ -185,6 +191,10 @@ class Assistant:
         wait: bool,
         on_wait: Callable[[str], None] | None,
     ) -> IngestReport:
+        if not loaded.papers and not (self.store_dir / CATALOG_FILE).exists():
+            # Nothing to write and no store yet: creating an empty one would only make the next
+            # read command look at a store that seems valid and answers nothing.
+            return IngestReport(files=len(loaded.files), problems=loaded.problems, created=False)
         with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
             # Whatever this process opened before it held the lock may predate another
             # writer's changes: open the store afresh under the lock.
@@ -309,14 +319,26 @@ class Assistant:
         self.close()
 
 
-def missing_store_message(store_dir: Path, settings: Settings) -> str:
-    """Which folder was looked at, and the command that creates a store there."""
+def _store_flags(store_dir: Path, settings: Settings) -> str:
+    """The flags that point a command at this store, empty for the default one."""
     flags = "" if store_dir == default_store() else f" --store {store_dir}"
     if settings.store.chroma_url:
         flags += f" --chroma-url {settings.store.chroma_url}"
+    return flags
+
+
+def missing_store_message(store_dir: Path, settings: Settings) -> str:
+    """Which folder was looked at, and the command that creates a store there."""
     return (
         f"no store in {store_dir.resolve()} (no {CATALOG_FILE} there); "
-        f"create it with `assistant ingest{flags}`"
+        f"create it with `assistant ingest{_store_flags(store_dir, settings)}`"
+    )
+
+
+def empty_store_message(store_dir: Path, settings: Settings) -> str:
+    return (
+        f"the store in {store_dir.resolve()} holds no papers yet; add abstracts with "
+        f"`assistant ingest FILE_OR_FOLDER{_store_flags(store_dir, settings)}`"
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from assistant.errors import InputFileError
 from assistant.labels import derive_label
+from assistant.latex import latex_to_text
 from assistant.text import content_key, fingerprint, normalize_text
 
 SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
@@ -161,7 +162,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     return Paper(
         paper_id=paper_id,
         source=source,
-        label=title or derive_label(abstract),
+        label=title or derive_label(latex_to_text(abstract)),  # names hide in \textbf{}
         abstract=abstract,
         title=title,
         authors=tuple(str(a) for a in authors),

@@ -29,6 +29,10 @@ class StoreMissingError(StoreError):
     """A read command was pointed at a folder that holds no store."""
 
 
+class StoreEmptyError(StoreError):
+    """A read command was pointed at a store that holds no searchable paper."""
+
+
 class StoreBusyError(StoreError):
     """Another process is writing to the store and the caller chose not to wait."""
 

@@ -33,6 +33,8 @@ class IngestReport:
     chunks_written: int = 0
     files: int = 0
     problems: list[InputFileError] = field(default_factory=list)
+    created: bool = True  # False when nothing was loaded and no store existed: none was made
+    prune_skipped: bool = False  # --prune was asked for, but some input failed to load
 
     @property
     def ok(self) -> bool:
@@ -48,6 +50,8 @@ class IngestReport:
             "duplicates": self.duplicates,
             "chunks_written": self.chunks_written,
             "files": self.files,
+            "store_written": self.created,
+            "prune_skipped": self.prune_skipped,
             "problems": [str(p) for p in self.problems],
         }
 
@@ -130,8 +134,10 @@ class Ingestor:
             if progress:
                 progress(done, len(to_write))
 
-        # 4. Prune papers whose source is no longer given.
-        if prune:
+        # 4. Prune papers whose source is no longer given; never on input that failed to load,
+        #    where a mistyped or unreadable file would otherwise empty the store.
+        report.prune_skipped = prune and bool(report.problems)
+        if prune and not report.prune_skipped:
             gone = [
                 pid
                 for pid, (_, state, _) in states.items()

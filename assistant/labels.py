@@ -33,6 +33,12 @@ _INTRO_ACRONYM = re.compile(
     r"\b(?:propose|proposes|introduce|introduces|present|presents|develop|develops|called|named|"
     r"dubbed|termed)\b[^.()]{0,120}?\((" + _NAME + r")\)"
 )
+# "we propose Prior Guidance (PG), a ...": a capitalised phrase spelled out by its acronym.
+_SPELLED_OUT = re.compile(
+    r"\b(?:propose|proposes|introduce|introduces|present|presents|develop|develops|called|named|"
+    r"dubbed|termed)\b\s+(?:(?:a|an|the|our|new|novel)\s+)*"
+    r"((?:[A-Z][A-Za-z0-9]*[- ]){1,5}[A-Z][A-Za-z0-9]*)\s+\(([A-Z][A-Za-z0-9-]{1,9})\)"
+)
 # "introduce two novel algorithms: MAIL-BRO and MURMAIL", "Two algorithms are developed: *A*, ..."
 _INTRO_LIST = re.compile(
     r"\b(?:propose[sd]?|introduce[sd]?|present(?:s|ed)?|develop(?:s|ed)?)\b[^.:]{0,60}:\s*([^.]+)"
@@ -173,8 +179,24 @@ def _is_named_phrase(token: str, abstract: str, follows: str) -> bool:
     return _is_titlecase_compound(token) and abstract.count(token) >= 2
 
 
+def _spelled_out(abstract: str) -> str | None:
+    """The phrase of "we propose Prior Guidance (PG)", when the acronym is its initials and too
+    short to be a name of its own (SIGMA, CDC-GS and RAC are; the other rules find them)."""
+    for match in _SPELLED_OUT.finditer(abstract):
+        phrase, acronym = match.group(1), match.group(2)
+        if _is_coined(acronym):
+            continue
+        initials = "".join(word[0] for word in re.split(r"[- ]", phrase))
+        if initials.upper() == acronym.replace("-", "").upper():
+            return phrase
+    return None
+
+
 def coined_name(abstract: str) -> str | None:
     """The name the abstract gives its contribution, if it gives one."""
+    spelled = _spelled_out(abstract)
+    if spelled:
+        return spelled
     for pattern in (_OURS, _INTRO, _INTRO_ACRONYM):
         for match in pattern.finditer(abstract):
             candidate = match.group(1).rstrip(".")

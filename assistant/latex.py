@@ -27,6 +27,11 @@ _MATH = (
 _MATH_SPAN = re.compile(_MATH, re.S)
 _COMMAND = re.compile(r"\\([A-Za-z]+)|\\[%$&#_{}]")
 _LITERAL = re.compile(_MATH + r"|\\.|[%$&#]", re.S)  # what _protect leaves or escapes
+# Operator names glued to what precedes them ("T\log T" would print "Tlog T"); a space is
+# meaningless in math mode, so one before the macro changes nothing but the printed text.
+_GLUED_OPERATOR = re.compile(
+    r"(?<=[\w)\]}])(\\(?:log|ln|lg|exp|sin|cos|tan|min|max|arg|det|dim|lim|sup|inf|Pr)(?![A-Za-z]))"
+)
 
 
 def _contexts() -> tuple[macrospec.LatexContextDb, macrospec.LatexContextDb]:
@@ -70,9 +75,8 @@ def latex_to_text(text: str) -> str:
     if ("\\" not in text and "$" not in text) or not has_latex(text):
         return text
     try:
-        walker = latexwalker.LatexWalker(
-            _protect(text), latex_context=_PARSE, tolerant_parsing=True
-        )
+        source = _GLUED_OPERATOR.sub(r" \1", _protect(text))
+        walker = latexwalker.LatexWalker(source, latex_context=_PARSE, tolerant_parsing=True)
         nodes, _, _ = walker.get_latex_nodes()
         out = _CONVERTER.nodelist_to_text(nodes)
     except Exception:  # pylatexenc bugs on odd input: the source is still readable, show it

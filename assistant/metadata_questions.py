@@ -110,11 +110,6 @@ def topic_query(question: str) -> str:
     return " ".join(w for w in words if w.lower() not in _ASKING_WORDS) or question
 
 
-def _named(question: str, hit: Hit) -> bool:
-    names = [n for n in (hit.label, hit.paper.title or "") if len(n) >= 3]
-    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", question, re.IGNORECASE) for n in names)
-
-
 def _sentence(kind: Kind, hit: Hit, n: int) -> str:
     paper, name = hit.paper, f"«{hit.label}»"
     if kind == "authors":
@@ -128,7 +123,7 @@ def _sentence(kind: Kind, hit: Hit, n: int) -> str:
         return f"The abstracts I have give no link for {name}; its abstract is {where} [{n}]."
     if kind == "venue":
         if paper.venue:
-            when = f" in {paper.year}" if paper.year else ""
+            when = f" in {paper.year}" if paper.year and str(paper.year) not in paper.venue else ""
             return f"{name} appeared at {paper.venue}{when} [{n}]."
         return f"The abstracts I have do not record where {name} was published [{n}]."
     if paper.year:
@@ -151,6 +146,6 @@ def answer(question: MetadataQuestion, context: Context) -> str:
     if context.pinned:  # a follow-up about papers already chosen: all of them
         targets = list(range(1, len(sources) + 1))
     else:  # the papers the question names, else the best match
-        targets = [n for n, hit in enumerate(sources, start=1) if _named(context.question, hit)]
+        targets = [n for n, hit in enumerate(sources, start=1) if hit.named_in(context.question)]
         targets = targets or [1]
     return " ".join(_sentence(question.kind, sources[n - 1], n) for n in targets)

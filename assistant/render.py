@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -27,6 +28,9 @@ def describe(paper: Paper) -> str:
 
 
 def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
+    if not report.created:
+        console.print(f"Nothing to ingest: no store was created in [cyan]{escape(store)}[/].")
+        return
     console.print(
         f"[bold green]Ingested[/] {report.files} file(s) into [cyan]{escape(store)}[/]: "
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
@@ -43,23 +47,30 @@ def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
 
 def hits_table(console: Console, query: str, hits: list[Hit], width: int = 320) -> None:
     if not hits:
-        console.print(
-            f"No papers found for [bold]{escape(query)}[/]. Is the store empty? "
-            "Run `assistant ingest`."
-        )
+        console.print(f"No papers found for [bold]{escape(query)}[/] under the filters given.")
         return
-    console.print(f"[bold]{len(hits)} papers for[/] {escape(query)}\n")
+    papers = "1 paper" if len(hits) == 1 else f"{len(hits)} papers"
+    console.print(f"[bold]{papers} for[/] {escape(query)}\n")
     for hit in hits:
         head = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
             (hit.label, "bold"),
         )  # no score: fused z-scores mean nothing to a reader (--json keeps them)
         console.print(head)
-        console.print(Text("    " + describe(hit.paper), style="dim"))
-        chunk = latex_to_text(hit.chunk)
-        passage = chunk if len(chunk) <= width else chunk[: width - 1] + "…"
-        console.print(Text(passage), style="default")
+        console.print(Padding(Text(describe(hit.paper), style="dim"), (0, 0, 0, 4), expand=False))
+        passage = snippet(hit, width)
+        console.print(Padding(Text(passage), (0, 0, 0, 4), expand=False), style="default")
         console.print()
+
+
+def snippet(hit: Hit, width: int) -> str:
+    """The matching passage as readable text, without the title the line above already shows
+    (a paper's first chunk starts with it), cut at ``width`` characters."""
+    chunk = latex_to_text(hit.chunk)
+    title = hit.paper.title or ""
+    if title and chunk.startswith(title):
+        chunk = chunk[len(title) :].lstrip(" .:\n")
+    return chunk if len(chunk) <= width else chunk[: width - 1] + "…"
 
 
 def info_table(console: Console, info: dict[str, Any]) -> None:

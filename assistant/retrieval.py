@@ -8,6 +8,7 @@ train), or weighted reciprocal rank fusion.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 from assistant.catalog import Catalog
 from assistant.corpus import Paper
 from assistant.embeddings import Embedder
+from assistant.labels import coined_name
 from assistant.lexical import LexicalIndex, analyze
 from assistant.settings import RetrievalSettings
 from assistant.vectors import ChromaVectors, ChunkMatch
@@ -52,6 +54,21 @@ class Hit:
     @property
     def text(self) -> str:
         return self.paper.abstract
+
+    def names(self) -> list[str]:
+        """What a reader may call the paper: its label, its title, the title's head before a
+        colon ("Stop Summation"), and the name its abstract coins ("PURE")."""
+        title = self.paper.title or ""
+        found = [self.label, title, re.split(r":| - | — ", title, maxsplit=1)[0]]
+        found.append(coined_name(self.text) or "")
+        return [n.strip() for n in dict.fromkeys(found) if len(n.strip()) >= 3 and "…" not in n]
+
+    def named_in(self, question: str) -> bool:
+        """The question names this paper, as a whole word or phrase, case aside."""
+        return any(
+            re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", question, re.IGNORECASE)
+            for name in self.names()
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -199,3 +199,17 @@ def test_compare_them_covers_every_paper_the_last_answer_cited(shipped):
     compared = session.conversation.turns[-1].answer
     assert not compared.refused
     assert sorted(c.paper_id for c in compared.citations) == sorted(cited)
+
+
+def test_saved_transcript_reads_as_the_terminal_showed_it(shipped, tmp_path: Path):
+    """Before: /save wrote `\\textbf{\\textit{Prior Guidance}}` and `13\\%` into the Markdown."""
+    session, _ = session_for(shipped)
+    transcript = tmp_path / "pg.md"
+    run_chat(
+        session,
+        reader(["What does Prior Guidance replace in diffusion sampling?", f"/save {transcript}"]),
+    )
+    (turn,) = session.conversation.turns
+    assert any("\\textbf" in c.text for c in turn.answer.citations)  # the abstract has LaTeX
+    saved = transcript.read_text()
+    assert "Prior Guidance (PG)" in saved and "\\textbf" not in saved and "\\textit" not in saved

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from assistant import Assistant, load_settings
 from assistant.cli import main
 
 
@@ -131,3 +132,48 @@ def test_escape_sequences_in_abstracts_never_reach_the_terminal(tmp_path: Path, 
         assert code == 0
         assert not any(c in out + err for c in "\x1b\x9b\x07"), command
     assert "Evil blink" in run("search", "--json", query, "--store", store)[1]
+
+
+def test_an_ingest_that_loads_nothing_creates_no_store(tmp_path: Path, monkeypatch):
+    """Before: an empty file left an empty store behind, which later looked valid and answered
+    every question with a refusal."""
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    store = tmp_path / "store"
+    code, out, err = run("ingest", str(tmp_path / "empty.jsonl"), "--store", str(store))
+    assert code == 1 and "empty.jsonl: file is empty" in err
+    assert out.startswith("Nothing to ingest: no store was created") and not store.exists()
+    code, _, err = run("ask", "what is KVFlow?", "--store", str(store))
+    assert code == 1 and f"create it with `assistant ingest --store {store}`" in err
+
+
+def test_read_commands_on_a_store_without_papers_say_how_to_fill_it(
+    tmp_path: Path, monkeypatch, small_dir: Path
+):
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    store = tmp_path / "store"
+    assert run("ingest", str(small_dir), "--store", str(store))[0] == 0
+    with Assistant(load_settings(store={"path": store})) as assistant:
+        assert assistant.ingest_papers([], prune=True).removed == 5
+    for command in (["ask", "what is KVFlow?"], ["search", "KV cache"], ["chat"]):
+        code, _, err = run(*command, "--store", str(store))
+        assert code == 1, command
+        assert err.strip() == (
+            f"error: the store in {store} holds no papers yet; add abstracts with "
+            f"`assistant ingest FILE_OR_FOLDER --store {store}`"
+        )
+
+
+def test_prune_never_runs_on_input_that_failed_to_load(
+    tmp_path: Path, monkeypatch, small_dir: Path
+):
+    """A mistyped path with --prune would otherwise remove every paper of the store."""
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    store = str(tmp_path / "store")
+    assert run("ingest", str(small_dir), "--store", store)[0] == 0
+    code, out, err = run(
+        "ingest", str(tmp_path / "mistyped"), "--prune", "--store", store, "--json"
+    )
+    assert code == 1 and json.loads(out)["removed"] == 0 and json.loads(out)["prune_skipped"]
+    assert "--prune skipped" in err
+    assert json.loads(run("info", "--json", "--store", store)[1])["papers"] == 5

@@ -62,6 +62,7 @@ def test_abstracts_without_a_name_get_their_topic(corpus_papers, where, label):
     ("where", "label"),
     [
         ("004#10", "Diff-Spectra"),  # "we present Diff-Spectra that ...", not its AICD module
+        ("002#16", "Prior Guidance"),  # "we propose \\textbf{\\textit{Prior Guidance}} (PG)"
         ("003#1", "MAIL-BRO and MURMAIL"),  # "introduce two novel solution algorithms: ..."
         ("004#4", "MultALMC and MultCDiff"),  # "Two algorithms are developed ...: *MultALMC*"
         ("002#10", "Adversarial learning"),  # not "SAM", given as an example ("such as")

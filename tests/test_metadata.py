@@ -124,6 +124,34 @@ def test_venue_and_year_questions(meta):
     assert year.text == f"«{SOIL}» is from 2024 [1]."
 
 
+def test_a_paper_named_by_its_short_title_or_coined_name_is_answered(fresh, corpus_papers):
+    """Researchers say "Stop Summation" for "Stop Summation: Min-Form Credit Assignment ...", and
+    "PURE" for the method it coins; neither is close to the abstract as an embedding, so the
+    relevance gate refused both before names other than the full label counted."""
+    pure = next(p for p in corpus_papers if "PURE" in p.abstract)
+    other = next(p for p in corpus_papers if "KVFlow" in p.abstract)
+    rows = [
+        {
+            "title": "Stop Summation: Min-Form Credit Assignment Is All Process Reward Model Needs",
+            "authors": ["Jie Cheng", "Lijun Li"],
+            "year": 2025,
+            "venue": "NeurIPS 2025",
+            "abstract": pure.abstract,
+        },
+        {"title": "KVFlow", "year": 2025, "abstract": other.abstract},
+    ]
+    path = fresh.settings.store.path.parent / "own.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    assert fresh.ingest([path]).added == 2
+    when = fresh.ask("when was Stop Summation published?")
+    assert not when.refused and when.text.endswith("is from 2025 [1].")
+    assert when.text.startswith("«Stop Summation: Min-Form")
+    who = fresh.ask("who wrote PURE?")
+    assert who.text.endswith("was written by Jie Cheng and Lijun Li [1].")
+    venue = fresh.ask("which venue was Stop Summation published at?")
+    assert venue.text.endswith("appeared at NeurIPS 2025 [1].")  # not "NeurIPS 2025 in 2025"
+
+
 def test_papers_from_a_year_lists_only_that_year(meta):
     answer = meta.ask("papers from 2024")
     assert not answer.refused and answer.text.startswith("From 2024: «")

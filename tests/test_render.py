@@ -23,6 +23,7 @@ from assistant.eval.report import metric_value, summary_rows
 from assistant.latex import LatexStream, latex_to_text
 from assistant.render import answer_footer, stream_answer
 from assistant.terminal import Waiting, WordWrapper, make_console
+from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
 from tests.test_chat import reader
 
@@ -86,7 +87,7 @@ def test_piped_console_inserts_no_line_breaks():
     assert out.getvalue().startswith(LONG + "x x x")  # the footer follows on one line
 
 
-def test_piped_commands_keep_each_line_whole(shipped_store: Path, tmp_path: Path):
+def test_piped_commands_keep_each_line_whole(shipped_store: Path, tmp_path: Path, corpus_papers):
     code, out, _ = run("ask", KVFLOW_Q, "--store", str(shipped_store))
     _, raw, _ = run("ask", KVFLOW_Q, "--json", "--store", str(shipped_store))
     answer = json.loads(raw)["answer"]
@@ -97,9 +98,10 @@ def test_piped_commands_keep_each_line_whole(shipped_store: Path, tmp_path: Path
     passages = [line for line in out.splitlines() if len(line) > 100]
     assert code == 0 and len(passages) == 2 and "KVFlow" in passages[0]
     long_store = tmp_path / ("a-store-folder-with-a-rather-long-name-" * 3)
-    code, out, _ = run("ingest", str(tmp_path / "none.txt"), "--store", str(long_store))
+    one = write_seed(tmp_path / "one.txt", [corpus_papers[0].abstract])
+    code, out, _ = run("ingest", str(one), "--store", str(long_store))
     summary = next(line for line in out.splitlines() if line.startswith("Ingested"))
-    assert summary.endswith("0 removed (0 chunks written)") and str(long_store) in summary
+    assert summary.endswith("0 removed (2 chunks written)") and str(long_store) in summary
     _, out, _ = run("info", "--store", str(long_store))
     assert any(str(long_store.resolve()) in line for line in out.splitlines())
 
@@ -122,6 +124,7 @@ CORPUS_LATEX = [
     (r"achieving $<3~BPM$ (beats", "achieving <3 BPM (beats"),
     (r"learns an $\varepsilon$-Nash equilibrium", "learns an ε-Nash equilibrium"),
     (r"strategy---or, \textit{policy}, in", "strategy—or, policy, in"),
+    (r"regret of $O(\sqrt{T\log T})$ and", "regret of O(√(T log T)) and"),  # was "Tlog T"
 ]
 
 
