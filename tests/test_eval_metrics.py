@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from assistant.answer import Answer, Citation
 from assistant.errors import AssistantError, InputFileError
 from assistant.eval.calibration import (
     accepted_by_kind,
@@ -24,6 +25,7 @@ from assistant.eval.dataset import load_eval_set
 from assistant.eval.faithfulness import faithfulness
 from assistant.eval.features import strip_markers
 from assistant.eval.judges import Judge
+from assistant.eval.reader import answer_length, cited_papers, reader_aggregate
 from assistant.eval.refusal import Outcome, refusal_scores
 from assistant.eval.relevance import correctness, fact_found
 from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
@@ -193,3 +195,51 @@ def test_compare_and_thresholds():
     assert failures({"faithfulness": 0.9}, limits) == []
     with pytest.raises(AssistantError, match="METRIC=VALUE"):
         parse_thresholds(("speed=1",))
+
+
+# -- what a reader sees (assistant.eval.reader) ---------------------------------------------
+
+
+def _cited_answer(text: str, paper_ids: list[str], refused: bool = False) -> Answer:
+    citations = [
+        Citation(n, pid, pid, f"{pid}.txt#1", "abstract") for n, pid in enumerate(paper_ids, 1)
+    ]
+    return Answer("q", text, refused, citations, [], "extractive", "extractive")
+
+
+def test_a_padded_answer_loses_cited_paper_precision_not_faithfulness():
+    """Quoting an unrelated paper faithfully is still padding: precision sees it."""
+    focused = _cited_answer("THG cuts evaluations by 30% [1].", ["thg"])
+    padded = _cited_answer(
+        "THG cuts evaluations by 30% [1]. MNL learns choices [2].", ["thg", "mnl"]
+    )
+    assert cited_papers(focused, ["thg"]) == {"cited_precision": 1.0, "cited_recall": 1.0}
+    assert cited_papers(padded, ["thg"]) == {"cited_precision": 0.5, "cited_recall": 1.0}
+    assert cited_papers(focused, ["thg", "lemica"])["cited_recall"] == 0.5
+    refused = _cited_answer("The abstracts I have do not answer this question.", [], refused=True)
+    assert cited_papers(refused, ["thg"]) == {"cited_precision": None, "cited_recall": None}
+    assert answer_length(padded)["answer_sentences"] == 2.0
+    assert answer_length(padded)["answer_tokens"] > answer_length(focused)["answer_tokens"]
+
+
+def test_reader_aggregate_splits_wordings_and_counts_false_refusals():
+    def row(kind: str, answerable: bool, refused: bool, **metrics: float) -> dict:
+        return {"type": kind, "answerable": answerable, "refused": refused, "metrics": metrics}
+
+    rows = [
+        row("factual", True, False, correctness=1.0, cited_precision=1.0),
+        row("paraphrase", True, False, correctness=0.0, cited_precision=0.5),
+        row("paraphrase", True, True),
+        row("multi", True, False, cited_precision=1.0, cited_recall=0.5),
+        row("unanswerable", False, True),
+    ]
+    out = reader_aggregate(rows)
+    assert out["correctness_original"] == 1.0 and out["correctness_paraphrase"] == 0.0
+    assert out["false_refusal_rate"] == 0.25  # 1 of 4 answerable questions refused
+    assert out["cited_precision"] == round((1.0 + 0.5 + 1.0) / 3, 4)
+    assert out["cited_recall_multi"] == 0.5
+
+
+def test_fail_under_refuses_a_floor_on_a_lower_is_better_metric():
+    with pytest.raises(AssistantError, match="lower is better"):
+        parse_thresholds(("answer_tokens=10",))

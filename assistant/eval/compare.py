@@ -8,8 +8,9 @@ from typing import Any
 
 from assistant.errors import AssistantError, InputFileError
 from assistant.eval.harness import METRICS
+from assistant.eval.reader import LOWER_IS_BETTER
 
-WATCHED = ("faithfulness", "citation_f1", "correctness", "ndcg@10")
+WATCHED = ("faithfulness", "citation_f1", "correctness", "ndcg@10", "cited_precision")
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -54,6 +55,10 @@ def parse_thresholds(specs: tuple[str, ...]) -> dict[str, float]:
     for spec in specs:
         name, sep, value = spec.partition("=")
         name = name.strip()
+        if name in LOWER_IS_BETTER:
+            raise AssistantError(
+                f"--fail-under {spec!r}: for {name} lower is better, so a floor is no gate"
+            )
         if not sep or name not in (*METRICS, "questions"):
             raise AssistantError(
                 f"--fail-under {spec!r}: use METRIC=VALUE with a metric among {', '.join(METRICS)}"

@@ -23,6 +23,7 @@ from assistant.eval.citation_quality import citation_quality
 from assistant.eval.dataset import EvalItem
 from assistant.eval.faithfulness import faithfulness
 from assistant.eval.judges import Judge
+from assistant.eval.reader import READER_METRICS, answer_length, cited_papers, reader_aggregate
 from assistant.eval.refusal import Outcome, refusal_scores
 from assistant.eval.relevance import answer_relevance, correctness
 from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
@@ -41,8 +42,15 @@ PER_QUESTION = (  # scored on each answer, then averaged
     "answer_relevance",
     "correctness",
 )
-# Every aggregate metric, higher is better, in the order of the report.
-METRICS = (*PER_QUESTION, "refusal_precision", "refusal_recall", "accuracy", "precision")
+# Every aggregate metric, in the order of the report; higher is better except LOWER_IS_BETTER.
+METRICS = (
+    *PER_QUESTION,
+    "refusal_precision",
+    "refusal_recall",
+    "accuracy",
+    "precision",
+    *READER_METRICS,
+)
 
 
 def _converse(assistant: Assistant, conversation: Conversation, question: str) -> Answer:
@@ -116,6 +124,8 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
         and not answer.refused
         and (score >= 0.5 if score is not None else cited_gold)
     )
+    metrics.update(cited_papers(answer, item.gold_papers) if item.answerable else {})
+    metrics.update(answer_length(answer))
     row["metrics"] = {k: (round(v, 4) if v is not None else None) for k, v in metrics.items()}
     return row
 
@@ -129,6 +139,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out.update(
         {k: (round(v, 4) if v is not None else None) for k, v in refusal_scores(outcomes).items()}
     )
+    out.update(reader_aggregate(rows))
     out.update(
         cost_and_speed(
             [r["latency_ms"] for r in rows],

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.eval.harness import METRICS
+from assistant.eval.reader import LOWER_IS_BETTER
 from assistant.text import printable
 
 _BAR_W, _ROW_H = 360, 22
@@ -59,8 +60,13 @@ def tokens(prompt: int, completion: int, estimated: bool) -> str:
     return f"{'≈' if estimated else ''}{prompt:,} + {completion:,}"
 
 
+def metric_label(name: str) -> str:
+    """A metric's name, marked when a smaller value is the better one."""
+    return f"{name} (lower is better)" if name in LOWER_IS_BETTER else name
+
+
 def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [(name, _fmt(aggregate.get(name))) for name in METRICS]
+    rows = [(metric_label(name), _fmt(aggregate.get(name))) for name in METRICS]
     p50, p95 = aggregate.get("latency_p50_ms"), aggregate.get("latency_p95_ms")
     rows += [
         ("latency p50 / p95", f"{milliseconds(p50)} / {milliseconds(p95)}"),
@@ -106,8 +112,9 @@ def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[st
         "",
         "## Questions",
         "",
-        "| id | type | refused | faithfulness | citation F1 | correctness | nDCG@10 | cited |",
-        "|---|---|---|---|---|---|---|---|",
+        "| id | type | refused | faithfulness | citation F1 | correctness | nDCG@10 | "
+        "cited precision | sentences | cited |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         m = r["metrics"]
@@ -115,7 +122,8 @@ def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[st
         lines.append(
             f"| {_md(r['id'])} | {_md(r['type'])} | {'yes' if r['refused'] else 'no'} | "
             f"{_fmt(m.get('faithfulness'))} | {_fmt(m.get('citation_f1'))} | "
-            f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | {cited} |"
+            f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | "
+            f"{_fmt(m.get('cited_precision'))} | {_fmt(m.get('answer_sentences'))} | {cited} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -175,7 +183,8 @@ def html_report(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict
             f"<td>{_fmt(m.get('ndcg@10'))}</td><td>{esc(', '.join(r['cited']))}</td>"
             f"<td><details><summary>answer</summary>{esc(r['answer'])}</details></td></tr>"
         )
-    bars = _bars([(name, aggregate.get(name)) for name in METRICS])
+    shares = [name for name in METRICS if name not in ("answer_sentences", "answer_tokens")]
+    bars = _bars([(metric_label(name), aggregate.get(name)) for name in shares])
     latency = _histogram([r["latency_ms"] for r in rows], "latency (ms)")
     tokens = _histogram(
         [r["prompt_tokens"] + r["completion_tokens"] for r in rows], "tokens per question"

@@ -16,7 +16,8 @@ from assistant.eval.compare import compare, failures, load_results, parse_thresh
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
 from assistant.eval.judges import make_judge
-from assistant.eval.report import metric_value, summary_rows, write_results
+from assistant.eval.reader import LOWER_IS_BETTER
+from assistant.eval.report import metric_label, metric_value, summary_rows, write_results
 from assistant.resources import default_eval_set
 from assistant.settings import Settings
 
@@ -109,11 +110,11 @@ def print_comparison(console: Console, a: Path, b: Path, as_json: bool) -> None:
     for row in diff["metrics"]:
         name, delta = row["metric"], row["delta"]
         style = "" if delta is None or abs(delta) < 1e-9 else ("green" if delta > 0 else "red")
-        if name in {"latency_p50_ms", "latency_p95_ms", "cost_usd"} and style:
+        if name in {"latency_p50_ms", "latency_p95_ms", "cost_usd", *LOWER_IS_BETTER} and style:
             style = "red" if style == "green" else "green"  # lower is better there
         shown = metric_value(name, delta, signed=True)
         table.add_row(
-            name,
+            metric_label(name),
             metric_value(name, row["a"]),
             metric_value(name, row["b"]),
             f"[{style}]{shown}[/]" if style else shown,
