@@ -317,6 +317,12 @@ def chat(
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
 @click.option(
+    "--split",
+    type=click.Choice(["tune", "heldout"]),
+    default=None,
+    help="Only the questions thresholds were tuned on, or only the held-out ones [default: all].",
+)
+@click.option(
     "--workers",
     type=click.IntRange(1, 32),
     default=None,
@@ -360,6 +366,7 @@ def eval_command(
     eval_set: Path | None,
     judge: str,
     limit: int | None,
+    split: str | None,
     workers: int | None,
     out_dir: Path | None,
     resume: Path | None,
@@ -392,6 +399,7 @@ def eval_command(
             eval_set=eval_set,
             judge_name=judge,
             limit=limit,
+            split=split,
             workers=workers,
             out_dir=out_dir,
             resume=resume,

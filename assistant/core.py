@@ -24,6 +24,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
+from assistant.llm.focus import is_survey
 from assistant.locking import writer_lock
 from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
@@ -217,7 +218,7 @@ class Assistant:
         with self._wiring:
             if self._provider is None:
                 self._provider = make_provider(
-                    self.settings, self.embedder, self._sentence_lookup()
+                    self.settings, self.embedder, self._sentence_lookup(), self._rarity
                 )
             return self._provider
 
@@ -227,8 +228,14 @@ class Assistant:
         settings = self.settings.model_copy(
             update={"llm": self.settings.llm.model_copy(update=changes)}
         )
-        self._provider = make_provider(settings, self.embedder, self._sentence_lookup())
+        self._provider = make_provider(
+            settings, self.embedder, self._sentence_lookup(), self._rarity
+        )
         self.settings = settings
+
+    def _rarity(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        """Document frequencies of terms in this store's papers (from the lexical index)."""
+        return self.lexical.document_frequencies(terms)
 
     def _sentence_lookup(self) -> Callable[[list[str]], dict[str, np.ndarray]] | None:
         store = self.sentence_vectors
@@ -285,6 +292,8 @@ class Assistant:
         ):
             filters = {**(filters or {}), "year": year}
             pinned = pinned or is_listing(asked)
+        if k is None and is_survey(asked):  # "which papers ...": as many as qualify
+            k = max(self.settings.retrieval.k, self.settings.retrieval.survey_k)
         return Request(question, k, filters, search_query, pinned)
 
     def info(self) -> dict[str, Any]:

@@ -86,6 +86,21 @@ class LexicalIndex:
         self._install(retriever, ids, int(info["generation"]))
         return True
 
+    def document_frequencies(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        """How many indexed papers contain each (analysed) term, and how many papers there are;
+        what makes a term rare, read off the index's posting lists."""
+        if self._retriever is None:
+            return {}, 0
+        postings = self._retriever.scores
+        starts, vocab = postings["indptr"], self._retriever.vocab_dict
+        counts = {}
+        for term in terms:
+            i = vocab.get(term)
+            if i is not None:
+                end = starts[i + 1] if i + 1 < len(starts) else len(postings["data"])
+                counts[term] = int(end - starts[i])
+        return counts, int(postings["num_docs"])
+
     def search(
         self, query: str, n: int, allowed: set[str] | None = None
     ) -> list[tuple[str, float]]:

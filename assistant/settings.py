@@ -95,6 +95,13 @@ class ChunkingSettings(_Section):
 
 class RetrievalSettings(_Section):
     k: int = Field(5, ge=1, le=200, description="Papers returned by search.")
+    survey_k: int = Field(
+        10,
+        ge=1,
+        le=200,
+        description="Papers an answer considers for a 'which papers ...' question (when -k is "
+        "not given); those that clear the relevance bar are cited.",
+    )
     candidates: int = Field(
         100, ge=10, le=2000, description="Papers each retriever contributes before fusion."
     )

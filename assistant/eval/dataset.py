@@ -3,13 +3,16 @@
 Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answer it);
 ``answerable`` (default true); ``reference`` (facts a correct answer states); ``history``
 (earlier questions of the same conversation, for follow-ups); ``type`` and ``gold_labels``
-(informative).
+(informative); ``paraphrase_of`` (the id of the factual question a paraphrase rewords);
+``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` for the questions
+thresholds were tuned on, ``heldout`` for those written afterwards to report on.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +30,9 @@ class EvalItem(BaseModel):
     history: list[str] = Field(default_factory=list)
     type: str = "factual"
     gold_labels: list[str] = Field(default_factory=list)
+    paraphrase_of: str | None = None
+    unanswerable_kind: str | None = None
+    split: Literal["tune", "heldout"] = "tune"
 
 
 def load_eval_set(path: Path) -> list[EvalItem]:

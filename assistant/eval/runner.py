@@ -32,6 +32,7 @@ def run(
     eval_set: Path | None,
     judge_name: str,
     limit: int | None,
+    split: str | None,
     workers: int | None,
     out_dir: Path | None,
     resume: Path | None,
@@ -41,7 +42,7 @@ def run(
     """Run (or resume) an eval; print the summary; False when a --fail-under threshold fails."""
     thresholds = parse_thresholds(fail_under)
     path = eval_set or default_eval_set()
-    items = load_eval_set(path)[:limit]
+    items = [i for i in load_eval_set(path) if split in (None, i.split)][:limit]
     judge = make_judge(judge_name, assistant.settings, assistant.embedder)
     remote = assistant.provider.name != "extractive" or judge_name == "llm"
     started = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -50,6 +51,7 @@ def run(
         "started": started,
         "eval_set": str(path),
         "questions": len(items),
+        "split": split or "all",
         "provider": assistant.provider.name,
         "model": assistant.provider.model,
         "judge": judge_name,

@@ -13,6 +13,7 @@ import numpy as np
 from assistant.embeddings import Embedder
 from assistant.llm.base import Provider
 from assistant.llm.extractive import ExtractiveProvider
+from assistant.llm.focus import Rarity
 from assistant.settings import Settings
 
 
@@ -37,6 +38,7 @@ def make_provider(
     settings: Settings,
     embedder: Embedder,
     lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
+    rarity: Rarity | None = None,
 ) -> Provider:
     cfg = settings.llm
     if resolve_provider_name(settings) == "openai":
@@ -47,4 +49,5 @@ def make_provider(
         embedder,
         sentences=cfg.extractive_sentences,
         lookup=lookup,
+        rarity=rarity,
     )
