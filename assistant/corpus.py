@@ -52,23 +52,10 @@ class Paper:
 
     @property
     def fingerprint(self) -> str:
-        """What was ingested. Not the label: it is derived from the title and abstract, so a
-        better labeller relabels stored papers without re-embedding them."""
-        return fingerprint(self.source, *self._stored_fields())
-
-    def legacy_fingerprint(self, label: str) -> str:
-        """The fingerprint of stores written when it included the label."""
-        return fingerprint(self.source, label, *self._stored_fields())
-
-    def _stored_fields(self) -> tuple[str, ...]:
-        return (
-            self.abstract,
-            self.title or "",
-            "; ".join(self.authors),
-            str(self.year or ""),
-            self.venue or "",
-            self.url or "",
-        )
+        """What was embedded: the title and abstract, nothing else. Not the position in a file
+        (inserting a line above must not re-embed it), not the metadata, not the label (derived
+        from title and abstract): a change in any of those is written in place, unembedded."""
+        return fingerprint(self.title or "", self.abstract)
 
     @property
     def location(self) -> str:
