@@ -127,19 +127,32 @@ class Catalog:
         rows = self._db.execute("SELECT paper_id, fingerprint, state, n_chunks FROM papers")
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
-    def labels(self) -> dict[str, str]:
-        """paper_id -> label for every paper the catalog knows."""
-        return {r[0]: r[1] for r in self._db.execute("SELECT paper_id, label FROM papers")}
-
-    def relabel(self, rows: Sequence[tuple[str, str, str]]) -> None:
-        """Set (paper_id, fingerprint, label) of papers whose content is unchanged."""
-        if not rows:
+    def update_in_place(self, papers: Sequence[Paper]) -> None:
+        """Rewrite the record of papers whose title and abstract (so chunks and vectors) are
+        unchanged: position, label, authors, year, venue, URL, and the fingerprint, which may be
+        of an older kind. Nothing derived from the text goes stale, so the generation stays."""
+        if not papers:
             return
+        rows = [
+            (
+                p.fingerprint,
+                p.source,
+                p.source_file,
+                p.label,
+                json.dumps(list(p.authors)),
+                p.year,
+                p.venue,
+                p.url,
+                p.paper_id,
+            )
+            for p in papers
+        ]
         with closing(self._db.cursor()) as cur:
             cur.execute("BEGIN IMMEDIATE")
             cur.executemany(
-                "UPDATE papers SET fingerprint = ?, label = ? WHERE paper_id = ?",
-                [(fp, label, pid) for pid, fp, label in rows],
+                "UPDATE papers SET fingerprint = ?, source = ?, source_file = ?, label = ?, "
+                "authors = ?, year = ?, venue = ?, url = ? WHERE paper_id = ?",
+                rows,
             )
             cur.execute("COMMIT")
 

@@ -1,7 +1,9 @@
 """The answer chain: question -> papers -> numbered sources -> provider -> checked ``Answer``.
 
-Composed with LangChain's runnables (``as_runnable``); ``stream`` walks the same steps and yields
-the provider's text as it arrives, then the checked ``Answer``.
+``stream`` walks the steps and yields the provider's text as it arrives, then the checked
+``Answer``; ``invoke`` returns that last item. ``as_runnable`` composes the same steps as
+LangChain runnables for callers who build on LangChain; it imports LangChain on first use, so an
+extractive answer never pays for it.
 """
 
 from __future__ import annotations
@@ -9,9 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from langchain_core.runnables import Runnable, RunnableLambda
+from typing import TYPE_CHECKING, Any
 
 from assistant.answer import CANNOT_ANSWER, Answer, Usage
 from assistant.citations import check_citations
@@ -24,6 +24,9 @@ from assistant.renumber import Renumberer, in_order_of_citation
 from assistant.retrieval import Hit
 from assistant.settings import LLMSettings
 from assistant.text import printable
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import Runnable
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
 OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
@@ -71,7 +74,7 @@ class AnswerChain:
     # -- steps ------------------------------------------------------------------------------
     def retrieve(self, request: Request) -> tuple[list[Hit], Context | None]:
         """Papers for the question, and the sources block; None when nothing is relevant."""
-        if self.count(request.question) > self.settings.max_question_tokens:
+        if self._too_long(request.question):
             raise AssistantError(
                 f"the question is longer than {self.settings.max_question_tokens} tokens; "
                 "shorten it (or raise ASSISTANT_LLM__MAX_QUESTION_TOKENS)"
@@ -86,10 +89,15 @@ class AnswerChain:
         )
         if not relevant:
             return hits, None
-        context = build_context(
-            query, hits, self.settings.context_tokens, self.count, pinned=request.pinned
-        )
+        budget = self.settings.context_tokens if self.provider.prompts_model else None
+        context = build_context(query, hits, budget, self.count, pinned=request.pinned)
         return hits, context if context.sources else None
+
+    def _too_long(self, question: str) -> bool:
+        """Over ``max_question_tokens``. A token is at least one byte, so a question no longer
+        in bytes is not counted (loading the tokenizer costs more than the answer)."""
+        limit = self.settings.max_question_tokens
+        return len(question.encode("utf-8")) > limit and self.count(question) > limit
 
     def _estimate_usage(self, context: Context, text: str) -> Usage:
         """tiktoken counts, for providers that report no usage of their own."""
@@ -192,10 +200,13 @@ class AnswerChain:
         yield from self._generate(request, hits, context, started)
 
     def invoke(self, request: Request) -> Answer:
-        return self.as_runnable().invoke(request)
+        *_, answer = self.stream(request)
+        assert isinstance(answer, Answer)
+        return answer
 
     def as_runnable(self) -> Runnable[Request, Answer]:
         """The pipeline as LangChain runnables: retrieve | generate-and-check."""
+        from langchain_core.runnables import RunnableLambda
 
         def retrieve(request: Request) -> dict[str, Any]:
             started = time.perf_counter()

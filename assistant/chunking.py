@@ -7,12 +7,15 @@ spaces), with overlap, so every chunk stays under the embedder's input length.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from langchain_text_splitters import RecursiveCharacterTextSplitter
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from assistant.corpus import Paper
 from assistant.text import split_sentences
 from assistant.tokens import DEFAULT_ENCODING, encoding
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 _SENTENCE_END = r"(?<=[.!?])\s+(?=[A-Z0-9(\[$\\])"
 
@@ -34,26 +37,30 @@ class Chunker:
     ):
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
+        self.encoding_name = encoding_name
         self.name = f"{encoding_name}:{chunk_tokens}/{overlap_tokens}"
-        enc = encoding(encoding_name)
-        self._count = lambda text: len(enc.encode(text, disallowed_special=()))
-        self._splitter = RecursiveCharacterTextSplitter(
-            chunk_size=chunk_tokens,
-            chunk_overlap=overlap_tokens,
-            length_function=self._count,
+
+    def count_tokens(self, text: str) -> int:
+        return len(encoding(self.encoding_name).encode(text, disallowed_special=()))
+
+    @cached_property
+    def _splitter(self) -> RecursiveCharacterTextSplitter:
+        """Built when the first abstract too long for one chunk arrives (most fit in one)."""
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        return RecursiveCharacterTextSplitter(
+            chunk_size=self.chunk_tokens,
+            chunk_overlap=self.overlap_tokens,
+            length_function=self.count_tokens,
             separators=[_SENTENCE_END, r"\s+", ""],
             is_separator_regex=True,
             keep_separator="end",
         )
 
-    def count_tokens(self, text: str) -> int:
-        return self._count(text)
-
     def split(self, paper: Paper) -> list[Chunk]:
         text = paper.text_for_index
-        pieces = (
-            [text] if self._count(text) <= self.chunk_tokens else self._splitter.split_text(text)
-        )
+        fits = self.count_tokens(text) <= self.chunk_tokens
+        pieces = [text] if fits else self._splitter.split_text(text)
         return [
             Chunk(chunk_id=f"{paper.paper_id}:{i}", paper_id=paper.paper_id, index=i, text=piece)
             for i, piece in enumerate(p.strip() for p in pieces if p.strip())

@@ -1,6 +1,9 @@
 """The ``assistant`` command. Thin: it parses flags, calls ``Assistant``, prints.
 
 Every domain error becomes one line on stderr and a non-zero exit, here and nowhere else.
+Only click is imported up front: each command imports what it uses, so ``--help`` starts in a
+fraction of the time that Chroma, the embedder and rich would take
+(``tests/test_startup.py``).
 """
 
 from __future__ import annotations
@@ -8,22 +11,29 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from assistant import render
-from assistant.answer import Answer
-from assistant.core import Assistant
 from assistant.errors import AssistantError
-from assistant.settings import APP_NAME, load_settings
-from assistant.terminal import Waiting, make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from assistant.answer import Answer
+    from assistant.core import Assistant
 
 F = TypeVar("F", bound=Callable[..., Any])
-err_console = Console(stderr=True, soft_wrap=True)
+
+
+@cache
+def err_console() -> Console:
+    """Where errors, progress and status lines go (stderr), made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)
 
 
 class _Group(click.Group):
@@ -33,10 +43,12 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except AssistantError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err_console().print(f"[bold red]error:[/] {exc}", highlight=False)
             sys.exit(1)
         except KeyboardInterrupt:
-            err_console.print("interrupted; run the same command again to finish (nothing is lost)")
+            err_console().print(
+                "interrupted; run the same command again to finish (nothing is lost)"
+            )
             sys.exit(130)
 
 
@@ -60,6 +72,9 @@ def store_options(func: F) -> F:
 def make_assistant(
     store: Path | None, chroma_url: str | None, **sections: dict[str, Any]
 ) -> Assistant:
+    from assistant.core import Assistant
+    from assistant.settings import load_settings
+
     overrides: dict[str, Any] = {k: v for k, v in sections.items() if v}
     store_cfg = {k: v for k, v in {"path": store, "chroma_url": chroma_url}.items() if v}
     if store_cfg:
@@ -97,16 +112,22 @@ def ingest(
 ) -> None:
     """Index abstracts (.txt seed files, .jsonl, .csv, or folders); default: the shipped corpus.
 
-    Re-running is cheap: unchanged papers are skipped, and an interrupted run is completed.
+    Re-running is cheap: only new or edited abstracts are embedded (moved lines are not),
+    and an interrupted run is completed.
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from assistant import render
+    from assistant.terminal import make_console
+
     with make_assistant(store, chroma_url) as assistant:
-        quiet = as_json or not err_console.is_terminal
+        quiet = as_json or not err_console().is_terminal
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
-            console=err_console,
+            console=err_console(),
             disable=quiet,
             transient=True,
         ) as bar:
@@ -116,12 +137,12 @@ def ingest(
                 prune=prune,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 wait=not no_wait,
-                on_wait=lambda message: err_console.print(message, highlight=False),
+                on_wait=lambda message: err_console().print(message, highlight=False),
             )
         for problem in report.problems:
-            err_console.print(f"[bold red]error:[/] {problem}", highlight=False)
+            err_console().print(f"[bold red]error:[/] {problem}", highlight=False)
         if report.prune_skipped:
-            err_console.print(
+            err_console().print(
                 "--prune skipped: some input could not be read, so nothing was removed; "
                 "fix the errors above and run the command again",
                 highlight=False,
@@ -169,6 +190,9 @@ def search(
     chroma_url: str | None,
 ) -> None:
     """Find the papers most relevant to QUERY (hybrid dense + BM25)."""
+    from assistant import render
+    from assistant.terminal import make_console
+
     with make_assistant(store, chroma_url) as assistant:
         hits = assistant.search(query, k=k, filters=parse_filters(filters))
         if as_json:
@@ -186,6 +210,9 @@ def search(
 @store_options
 def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
     """Where the store is and what it holds."""
+    from assistant import render
+    from assistant.terminal import make_console
+
     with make_assistant(store, chroma_url) as assistant:
         details = assistant.info()
         if as_json:
@@ -245,6 +272,9 @@ def ask(
     chroma_url: str | None,
 ) -> None:
     """Answer QUESTION from the abstracts, citing each claim like [1]."""
+    from assistant import render
+    from assistant.terminal import Waiting, make_console
+
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         if as_json:
@@ -252,7 +282,7 @@ def ask(
             click.echo(json.dumps(result.to_json(), ensure_ascii=False))
             return
         console = make_console()
-        with Waiting(err_console, console.is_terminal and err_console.is_terminal) as waiting:
+        with Waiting(err_console(), console.is_terminal and err_console().is_terminal) as waiting:
             pieces = assistant.stream(
                 question, k=k, filters=parse_filters(filters), on_status=waiting.stage
             )
@@ -263,6 +293,8 @@ def ask(
 
 
 def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
+    from assistant import render
+
     render.checked_text(console, answer, streamed)
     console.print()
     render.answer_footer(console, answer)
@@ -286,6 +318,8 @@ def chat(
     import platformdirs
 
     from assistant.chat import ChatSession, line_reader, run_chat
+    from assistant.settings import APP_NAME
+    from assistant.terminal import make_console
 
     overrides = llm_overrides(provider, model, base_url)
     with make_assistant(store, chroma_url, **overrides) as assistant:
@@ -295,7 +329,7 @@ def chat(
             make_console(),
             k=k,
             filters=parse_filters(filters),
-            status_console=err_console,
+            status_console=err_console(),
         )
         history = Path(platformdirs.user_data_dir(APP_NAME)) / "chat_history"
         run_chat(session, line_reader(history))
@@ -386,6 +420,7 @@ def eval_command(
     if ctx.invoked_subcommand is not None:
         return
     from assistant.eval import runner
+    from assistant.terminal import make_console
 
     if compare_runs:
         runner.print_comparison(make_console(), *compare_runs, as_json=as_json)
@@ -395,7 +430,7 @@ def eval_command(
         ok = runner.run(
             assistant,
             make_console(),
-            err_console,
+            err_console(),
             eval_set=eval_set,
             judge_name=judge,
             limit=limit,
@@ -431,6 +466,8 @@ def calibrate(
 ) -> None:
     """How well a judge agrees with human labels (balanced accuracy, AUC, confusion)."""
     from assistant.eval import runner
+    from assistant.settings import load_settings
+    from assistant.terminal import make_console
 
     settings = load_settings(**llm_overrides(provider, model, base_url))
     runner.print_calibration(make_console(), settings, pairs_file, judge, as_json)

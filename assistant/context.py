@@ -30,7 +30,7 @@ class Context:
     question: str
     sources: list[Hit]  # sources[i] is [i + 1] in the prompt
     block: str
-    tokens: int
+    tokens: int | None  # what the block costs; None when there was no budget to count for
     dropped: int = 0  # retrieved papers left out for the budget
     pinned: bool = False  # the user chose these papers; they are relevant by definition
 
@@ -56,12 +56,16 @@ def render_source(n: int, hit: Hit, body: str) -> str:
 def build_context(
     question: str,
     hits: Sequence[Hit],
-    budget_tokens: int,
+    budget_tokens: int | None,
     count: Callable[[str], int],
     pinned: bool = False,
 ) -> Context:
     """Number the hits in rank order; a full abstract that does not fit gives way to its best
-    passage, and what does not fit at all is left out (counted in ``dropped``)."""
+    passage, and what does not fit at all is left out (counted in ``dropped``). With no budget
+    (no model is prompted) every hit is a source, and nothing is counted."""
+    if budget_tokens is None:
+        block = "\n".join(render_source(n, hit, hit.text) for n, hit in enumerate(hits, start=1))
+        return Context(question, list(hits), block, tokens=None, pinned=pinned)
     entries: list[str] = []
     sources: list[Hit] = []
     used = 0

@@ -19,7 +19,6 @@ from typing import Any
 
 from assistant.errors import InputFileError
 from assistant.labels import derive_label
-from assistant.latex import latex_to_text
 from assistant.text import content_key, fingerprint, normalize_text
 
 SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
@@ -53,23 +52,10 @@ class Paper:
 
     @property
     def fingerprint(self) -> str:
-        """What was ingested. Not the label: it is derived from the title and abstract, so a
-        better labeller relabels stored papers without re-embedding them."""
-        return fingerprint(self.source, *self._stored_fields())
-
-    def legacy_fingerprint(self, label: str) -> str:
-        """The fingerprint of stores written when it included the label."""
-        return fingerprint(self.source, label, *self._stored_fields())
-
-    def _stored_fields(self) -> tuple[str, ...]:
-        return (
-            self.abstract,
-            self.title or "",
-            "; ".join(self.authors),
-            str(self.year or ""),
-            self.venue or "",
-            self.url or "",
-        )
+        """What was embedded: the title and abstract, nothing else. Not the position in a file
+        (inserting a line above must not re-embed it), not the metadata, not the label (derived
+        from title and abstract): a change in any of those is written in place, unembedded."""
+        return fingerprint(self.title or "", self.abstract)
 
     @property
     def location(self) -> str:
@@ -143,6 +129,16 @@ class LoadResult:
         self.papers.append(paper)
 
 
+def _readable(abstract: str) -> str:
+    """The abstract without LaTeX markup, where names hide (``\\textbf{\\textit{Prior
+    Guidance}}``); pylatexenc is imported only for abstracts that may hold markup."""
+    if "\\" not in abstract and "$" not in abstract:
+        return abstract
+    from assistant.latex import latex_to_text
+
+    return latex_to_text(abstract)
+
+
 def make_paper(record: dict[str, Any], source: str) -> Paper:
     """A Paper from one raw record; raises ValueError naming what is wrong."""
     abstract = normalize_text(str(record.get("abstract") or ""))
@@ -162,7 +158,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     return Paper(
         paper_id=paper_id,
         source=source,
-        label=title or derive_label(latex_to_text(abstract)),  # names hide in \textbf{}
+        label=title or derive_label(_readable(abstract)),
         abstract=abstract,
         title=title,
         authors=tuple(str(a) for a in authors),

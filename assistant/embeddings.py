@@ -107,10 +107,11 @@ class MiniLMEmbedder(Embedder):
             options.log_severity_level = 3
             if self.threads:
                 options.intra_op_num_threads = self.threads
+            # The tokenizer first: a thread that finds the session set uses both, unlocked.
+            self._tokenizer = tokenizer
             self._session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
-            self._tokenizer = tokenizer
 
     def _batches(
         self, texts: Sequence[str]

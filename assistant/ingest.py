@@ -56,6 +56,17 @@ class IngestReport:
         }
 
 
+@dataclass
+class Plan:
+    """What an ingest run will do with each incoming paper."""
+
+    to_write: list[Paper] = field(default_factory=list)  # new or changed text: embedded
+    in_place: list[tuple[Paper, Paper]] = field(default_factory=list)  # (stored, new) records
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
 class Ingestor:
     def __init__(
         self,
@@ -99,28 +110,13 @@ class Ingestor:
         ]
         self._remove(leftovers, states)
 
-        # 2. Work out what changed. A paper whose only change is its derived label (or whose
-        #    fingerprint is the older kind that included the label) is relabelled in place.
-        to_write: list[Paper] = []
-        relabel: list[tuple[str, str, str]] = []
-        labels = self.catalog.labels() if states else {}
-        for paper in loaded.papers:
-            known = states.get(paper.paper_id)
-            if known and known[1] == "ready" and not config_changed:
-                label = labels.get(paper.paper_id, "")
-                if known[0] in (paper.fingerprint, paper.legacy_fingerprint(label)):
-                    report.unchanged += 1
-                    if (known[0], label) != (paper.fingerprint, paper.label):
-                        relabel.append((paper.paper_id, paper.fingerprint, paper.label))
-                    continue
-            to_write.append(paper)
-            if known and known[1] == "ready":
-                report.updated += 1
-            else:
-                report.added += 1
+        # 2. Work out what changed: only new papers and papers whose text changed are embedded.
+        plan = self._plan(loaded.papers, states, config_changed)
+        report.added, report.updated, report.unchanged = plan.added, plan.updated, plan.unchanged
+        to_write = plan.to_write
 
-        # 3. Write in batches, journalled.
-        self.catalog.relabel(relabel)
+        # 3. Write in batches, journalled; unchanged texts with a new record are updated in place.
+        self._update_in_place(plan.in_place)
         self.catalog.set_meta("config", self._config_key())
         if loaded.headers and self.catalog.get_meta("title") is None:
             self.catalog.set_meta("title", max(set(loaded.headers), key=loaded.headers.count))
@@ -149,6 +145,41 @@ class Ingestor:
         if self.lexical.generation != self.catalog.generation:
             self.refresh_lexical()
         return report
+
+    def _plan(
+        self, papers: Sequence[Paper], states: dict[str, tuple[str, str, int]], rewrite_all: bool
+    ) -> Plan:
+        """Sort papers into new, changed (to embed) and unchanged. A paper is unchanged when its
+        title and abstract are: its position, metadata and label do not count. A fingerprint of
+        an older kind (they included the position, or the label) is judged by the stored text."""
+        plan = Plan()
+        ready = [p.paper_id for p in papers if states.get(p.paper_id, ("", ""))[1] == "ready"]
+        stored = {} if rewrite_all else self.catalog.papers(ready)
+        for paper in papers:
+            known = stored.get(paper.paper_id)
+            if known is not None and known.fingerprint == paper.fingerprint:
+                plan.unchanged += 1
+                if known != paper or states[paper.paper_id][0] != paper.fingerprint:
+                    plan.in_place.append((known, paper))
+                continue
+            plan.to_write.append(paper)
+            if paper.paper_id in states and states[paper.paper_id][1] == "ready":
+                plan.updated += 1
+            else:
+                plan.added += 1
+        return plan
+
+    def _update_in_place(self, changes: Sequence[tuple[Paper, Paper]]) -> None:
+        """New records for unchanged texts: vector metadata first (a crash before the catalog
+        is written leaves the old record there, so the next run does this again), no embedding."""
+        metas = {
+            new.paper_id: new.metadata() for old, new in changes if old.metadata() != new.metadata()
+        }
+        if metas:
+            self.vectors.set_paper_metadata(metas)
+            if self.sentences is not None:
+                self.sentences.set_paper_metadata(metas)
+        self.catalog.update_in_place([new for _, new in changes])
 
     def _write_batch(self, batch: Sequence[Paper], states: dict[str, tuple[str, str, int]]) -> int:
         items: list[tuple[Paper, list[Chunk]]] = [(p, self.chunker.split(p)) for p in batch]

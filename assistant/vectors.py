@@ -7,7 +7,7 @@ embedder's name; opening it with another embedder is an ``EmbedderMismatchError`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,9 @@ from urllib.parse import urlparse
 import numpy as np
 
 from assistant.errors import EmbedderMismatchError, StoreError
+
+# Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
+VECTOR_KEYS = ("chunk", "sentence")
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,26 @@ class ChromaVectors:
                 documents=list(documents),
                 metadatas=list(metadatas),
             )
+
+    def set_paper_metadata(self, metas: Mapping[str, Mapping[str, str | int]]) -> None:
+        """Replace the metadata of these papers' vectors (paper_id -> metadata) in place: no
+        vector is recomputed. Keys a paper no longer has are removed (Chroma merges on update,
+        and removes a key set to None); each vector keeps its ``VECTOR_KEYS``."""
+        paper_ids = list(metas)
+        for start in range(0, len(paper_ids), 500):
+            batch = paper_ids[start : start + 500]
+            got = self._collection.get(where={"paper_id": {"$in": batch}}, include=["metadatas"])
+            if not got["ids"]:
+                continue
+            updated = [
+                {
+                    **dict.fromkeys(old),
+                    **{k: old[k] for k in VECTOR_KEYS if k in old},
+                    **metas[str(old["paper_id"])],
+                }
+                for old in got["metadatas"]
+            ]
+            self._collection.update(ids=got["ids"], metadatas=updated)
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if len(ids):

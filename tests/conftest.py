@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,15 @@ def shipped(shipped_store: Path, embedder: MiniLMEmbedder):
 def write_seed(path: Path, abstracts: list[str]) -> Path:
     path.write_text("Test papers\n\n" + "\n\n".join(abstracts) + "\n", encoding="utf-8")
     return path
+
+
+def rewrite_records(store: Path, rows: list[tuple[str, str, str]]) -> None:
+    """Set (paper_id, fingerprint, label) in a store's catalog, as an older version wrote them."""
+    with closing(sqlite3.connect(store / "catalog.sqlite3")) as db, db:
+        db.executemany(
+            "UPDATE papers SET fingerprint = ?, label = ? WHERE paper_id = ?",
+            [(fp, label, pid) for pid, fp, label in rows],
+        )
 
 
 @pytest.fixture()

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import CANNOT_ANSWER, Answer, Assistant, load_settings
+from assistant.chain import Request
 from assistant.cli import main
 from assistant.errors import ConfigError, ProviderError
 from assistant.tokens import count_tokens
@@ -293,3 +294,16 @@ def test_a_question_naming_a_paper_is_never_refused(shipped):
     # MiniLM has never seen the word "MINJA", so similarity alone would refuse this.
     answer = shipped.ask("What does MINJA do?")
     assert not answer.refused and answer.citations[0].label == "MINJA"
+
+
+def test_the_langchain_runnable_composes_the_same_steps(shipped, llm, server):
+    """`invoke` walks the steps without importing LangChain; `as_runnable` composes the same
+    steps as runnables, for the extractive default and a chat model alike."""
+    extractive = shipped.chain()
+    direct = extractive.invoke(Request(KVFLOW_Q))
+    composed = extractive.as_runnable().invoke(Request(KVFLOW_Q))
+    assert not direct.refused and composed.text == direct.text
+    assert [c.paper_id for c in composed.citations] == [c.paper_id for c in direct.citations]
+    server.enqueue("KVFlow uses steps-to-execution [1].")
+    answer = llm.chain().as_runnable().invoke(Request(KVFLOW_Q))
+    assert [c.label for c in answer.citations] == ["KVFlow"] and "steps-to-execution" in answer.text

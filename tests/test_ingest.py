@@ -8,7 +8,7 @@ import pytest
 from assistant import Assistant, load_settings
 from assistant.embeddings import Embedder
 from assistant.errors import EmbedderMismatchError
-from tests.conftest import write_seed
+from tests.conftest import rewrite_records, write_seed
 
 
 def _consistent(a: Assistant) -> None:
@@ -33,31 +33,32 @@ def test_changed_paper_is_rewritten_without_stale_chunks(
     fresh: Assistant, small_dir: Path, corpus_papers
 ):
     fresh.ingest([small_dir])
-    # Replace a.txt: the first paper's text changes (new id), the 2nd moves position.
+    # Replace a.txt: the first paper's text changes (new id), the 3rd moves up to position 2.
     write_seed(
         small_dir / "a.txt",
         ["A brand new and short abstract about sparse attention.", corpus_papers[2].abstract],
     )
     report = fresh.ingest([small_dir], prune=True)
-    assert report.added == 1 and report.updated == 1 and report.removed == 2
+    # The moved paper is not re-embedded (tests/test_positions.py counts embeddings).
+    assert (report.added, report.updated, report.unchanged, report.removed) == (1, 0, 3, 2)
     _consistent(fresh)
     assert fresh.search("sparse attention brand new", k=1)[0].source == "a.txt#1"
+    assert fresh.catalog.papers([corpus_papers[2].paper_id])[corpus_papers[2].paper_id].source == (
+        "a.txt#2"
+    )
 
 
 def test_relabelling_never_re_embeds(fresh: Assistant, small_dir: Path):
     """Labels are derived from title and abstract, so they are not in the fingerprint: a store
-    written with older labels (and older, label-including fingerprints) is relabelled in place."""
+    written with older labels is relabelled in place (older fingerprints: test_positions.py)."""
     fresh.ingest([small_dir])
     papers = list(fresh.catalog.iter_ready())
-    old = papers[0]
-    fresh.catalog.relabel(
-        [(old.paper_id, old.legacy_fingerprint("Old label…"), "Old label…")]  # as stores were
-        + [(p.paper_id, p.fingerprint, "Stale label") for p in papers[1:3]]
+    rewrite_records(
+        fresh.store_dir, [(p.paper_id, p.fingerprint, "Stale label") for p in papers[:3]]
     )
     report = fresh.ingest([small_dir])
     assert (report.unchanged, report.updated, report.chunks_written) == (5, 0, 0)
     assert [p.label for p in fresh.catalog.iter_ready()] == [p.label for p in papers]
-    assert fresh.catalog.states()[old.paper_id][0] == old.fingerprint
     _consistent(fresh)
 
 

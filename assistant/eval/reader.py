@@ -66,7 +66,7 @@ def reader_aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     refused = sum(1 for r in answerable if r["refused"])
 
     def metric(name: str, kinds: set[str] | None = None) -> float | None:
-        chosen = [r for r in rows if kinds is None or r["type"] in kinds]
+        chosen = [r for r in rows if kinds is None or r.get("type") in kinds]
         return _mean([r["metrics"].get(name) for r in chosen])
 
     return {

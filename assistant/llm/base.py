@@ -24,6 +24,8 @@ class Provider(ABC):
     name: str
     model: str
     notice: str | None = None  # a one-line note shown with every answer
+    # Whether the sources are sent to a model, and so must fit ASSISTANT_LLM__CONTEXT_TOKENS.
+    prompts_model: bool = True
 
     @abstractmethod
     def stream(self, context: Context) -> Iterator[Piece]:

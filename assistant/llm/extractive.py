@@ -116,6 +116,7 @@ class ExtractiveProvider(Provider):
     name = "extractive"
     model = "extractive"
     notice = NOTICE
+    prompts_model = False  # it quotes the sources: no token budget to fit them into
 
     def __init__(
         self,

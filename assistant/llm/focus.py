@@ -38,7 +38,10 @@ _ASKING = (
     "approaches abstract abstracts article report reports reported according use used using "
     "show shows find finds result results new main kind type name named called neurips 2025 "
     "about any there tell me please give list describe explain up them they without like "
-    "against such into onto over under via between"
+    "against such into onto over under via between so very too little lot lots much more most "
+    "less least few fewer many also just still even only really well quite rather can could "
+    "would should may might will shall must get gets got make makes made go goes going way "
+    "ways thing things something anything actually exactly"
 )
 
 
