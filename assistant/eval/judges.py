@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from assistant.answer import Usage
 from assistant.embeddings import Embedder, MiniLMEmbedder
 from assistant.errors import ConfigError, ProviderError
 from assistant.eval.features import FEATURES, FeatureExtractor, strip_markers
@@ -86,52 +87,40 @@ _VERDICT = re.compile(r"\b(NOT[_ ]SUPPORTED|SUPPORTED)\b", re.IGNORECASE)
 
 
 class LLMJudge(Judge):
-    """Verdicts from the configured chat model (OpenAI or any compatible server)."""
+    """Verdicts from the configured chat model, reached through the same provider as answers
+    (``ChatModelProvider.complete``): one deadline per call with its retries, one-line errors,
+    and the tokens it used counted in ``usage``. Verdicts are not sampled (temperature 0)."""
 
     name = "llm"
 
     def __init__(self, settings: Settings):
-        from langchain_core.output_parsers import StrOutputParser
-        from langchain_core.prompts import ChatPromptTemplate
-        from langchain_openai import ChatOpenAI
+        from assistant.llm.chat_model import ChatModelProvider, split_model
 
-        from assistant.prompts import load_prompt
-
-        if not settings.openai_api_key and not settings.openai_base_url:
+        provider, _ = split_model(settings.llm.model)
+        if provider == "openai" and not settings.openai_api_key and not settings.openai_base_url:
             raise ConfigError(
                 "--judge llm needs OPENAI_API_KEY or OPENAI_BASE_URL; or use --judge offline"
             )
-        llm = ChatOpenAI(
-            model=settings.llm.model,
-            api_key=settings.openai_api_key or "none",
-            base_url=settings.openai_base_url,
-            temperature=0,
-            timeout=settings.llm.timeout,
-            max_retries=settings.llm.max_retries,
-        )
-        parse = StrOutputParser()
-        self.verify = (
-            ChatPromptTemplate.from_messages([("human", load_prompt("judge_support"))])
-            | llm
-            | parse
-        )
-        self.extract = (
-            ChatPromptTemplate.from_messages([("human", load_prompt("judge_claims"))]) | llm | parse
-        )
+        exact = settings.llm.model_copy(update={"temperature": 0.0})
+        self.provider = ChatModelProvider(exact, settings.openai_api_key, settings.openai_base_url)
+        self.usage = Usage(estimated=False, cost_usd=None)
+        self._counting = threading.Lock()  # eval workers judge in parallel
 
-    def _call(self, chain: Any, **inputs: str) -> str:
-        import openai
-
-        try:
-            return str(chain.invoke(inputs))
-        except openai.APIError as exc:
-            raise ProviderError(f"the LLM judge failed: {exc}") from exc
+    def _call(self, prompt: str, **inputs: str) -> str:
+        text, usage = self.provider.complete(prompt, **inputs)
+        with self._counting:
+            if usage is None:  # the server sent no counts: they are estimates from here on
+                self.usage.estimated = True
+            else:
+                self.usage.prompt_tokens += usage.prompt_tokens
+                self.usage.completion_tokens += usage.completion_tokens
+        return text
 
     def support(self, claim: str, evidence: Sequence[str]) -> float:
         if not evidence:
             return 0.0
         passages = "\n\n".join(f"<passage>\n{p}\n</passage>" for p in evidence)
-        reply = self._call(self.verify, claim=strip_markers(claim), evidence=passages)
+        reply = self._call("judge_support", claim=strip_markers(claim), evidence=passages)
         match = _VERDICT.search(reply)
         if match is None:
             raise JudgeOutputError(
@@ -143,7 +132,7 @@ class LLMJudge(Judge):
         text = strip_markers(sentence)
         if not text:
             return []
-        reply = self._call(self.extract, sentence=text)
+        reply = self._call("judge_claims", sentence=text)
         try:
             items = json.loads(reply[reply.index("[") : reply.rindex("]") + 1])
         except ValueError as exc:

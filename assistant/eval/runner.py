@@ -77,6 +77,9 @@ def run(
             progress=lambda done, total: bar.update(task, completed=done),
         )
     totals = aggregate(rows)
+    judged = getattr(judge, "usage", None)  # an LLM judge's own tokens (this run's questions)
+    if judged is not None:
+        meta["judge_usage"] = judged.to_json()
     results = write_results(run_dir, meta, totals, rows)
     failed = failures(totals, thresholds)
     if as_json:

@@ -24,7 +24,6 @@ from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
 from assistant.answer import CANNOT_ANSWER, Usage
@@ -81,13 +80,8 @@ class ChatModelProvider(Provider):
         self.max_retries = settings.max_retries
         self.max_tokens = settings.max_tokens
         self.max_chars = settings.max_tokens * CHARS_PER_TOKEN
-        llm = self._chat_model(settings, api_key)
-        self.chain = answer_prompt() | llm
-        self.condenser = (
-            ChatPromptTemplate.from_messages([("human", load_prompt("condense_question"))])
-            | llm
-            | StrOutputParser()
-        )
+        self.llm = self._chat_model(settings, api_key)
+        self.chain = answer_prompt() | self.llm
 
     def _chat_model(self, settings: LLMSettings, api_key: str | None) -> BaseChatModel:
         from langchain.chat_models import init_chat_model
@@ -133,12 +127,35 @@ class ChatModelProvider(Provider):
 
     # -- calls --------------------------------------------------------------------------------
     def condense(self, history: str, question: str) -> str | None:
-        def call(deadline: Deadline) -> Generator[str]:
-            yield self.condenser.invoke({"history": history, "question": question})
-
-        text = printable("".join(p for p in self._bounded(call) if isinstance(p, str)))
+        text, _ = self.complete("condense_question", history=history, question=question)
         line = text.strip().splitlines()[0].strip().strip('"') if text.strip() else ""
         return line or None
+
+    def complete(self, prompt: str, **inputs: str) -> tuple[str, Usage | None]:
+        """One reply to ``prompts/<prompt>.md`` filled with ``inputs``, not streamed, under the
+        same deadline, retries, size cap and one-line errors as an answer; with its usage when
+        the server reports it. The LLM judge and follow-up condensing use this."""
+        chain = ChatPromptTemplate.from_messages([("human", load_prompt(prompt))]) | self.llm
+
+        def call(deadline: Deadline) -> Generator[Piece]:
+            message = chain.invoke(inputs)
+            content = message.content if isinstance(message.content, str) else ""
+            yield printable(content)[: self.max_chars]
+            usage = getattr(message, "usage_metadata", None)
+            if usage:
+                yield Usage(
+                    prompt_tokens=int(usage.get("input_tokens", 0)),
+                    completion_tokens=int(usage.get("output_tokens", 0)),
+                    estimated=False,
+                )
+
+        text, usage = "", None
+        for piece in self._bounded(call):
+            if isinstance(piece, Usage):
+                usage = piece
+            elif isinstance(piece, str):
+                text += piece
+        return text, usage
 
     def stream(self, context: Context) -> Iterator[Piece]:
         inputs = {"question": context.question, "sources": context.block}
