@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,16 +112,21 @@ def _fabricate(body: dict[str, Any]) -> Reply:
     )
 
 
-@pytest.mark.parametrize("unused", [None])
-def test_unfaithful_model_scores_worse(shipped_store, embedder, tmp_path, unused):
-    items = [i for i in load_eval_set(EVAL_SET) if i.answerable][:6]
+def _eval_scripted_models(
+    models: dict[str, Callable[[dict[str, Any]], Reply]],
+    items: list,
+    store: Path,
+    embedder,
+    tmp_path: Path,
+) -> dict[str, dict[str, Any]]:
+    """The aggregate of an eval run per scripted model, each on its own loopback server."""
     judge = OfflineJudge(embedder)
     totals = {}
-    for name, responder in (("faithful", _first_sentences), ("unfaithful", _fabricate)):
+    for name, responder in models.items():
         server = FakeOpenAI().start()
         server.responder = responder
         settings = load_settings(
-            store={"path": shipped_store},
+            store={"path": store},
             llm={"provider": "openai", "model": "gpt-4o-mini"},
             openai_base_url=server.base_url,
         )
@@ -130,6 +136,14 @@ def test_unfaithful_model_scores_worse(shipped_store, embedder, tmp_path, unused
         finally:
             server.stop()
         totals[name] = aggregate(rows)
+    return totals
+
+
+@pytest.mark.parametrize("unused", [None])
+def test_unfaithful_model_scores_worse(shipped_store, embedder, tmp_path, unused):
+    items = [i for i in load_eval_set(EVAL_SET) if i.answerable][:6]
+    models = {"faithful": _first_sentences, "unfaithful": _fabricate}
+    totals = _eval_scripted_models(models, items, shipped_store, embedder, tmp_path)
     good, bad = totals["faithful"], totals["unfaithful"]
     assert good["faithfulness"] >= 0.8 and bad["faithfulness"] <= 0.2
     assert good["citation_recall"] - bad["citation_recall"] >= 0.5
@@ -160,22 +174,8 @@ def test_a_model_that_pads_with_other_papers_loses_cited_paper_precision(
     """The LLM path is held to the reader's bar too: every quote is faithful, so faithfulness
     cannot tell these two models apart; cited-paper precision does."""
     items = [i for i in load_eval_set(EVAL_SET) if i.type == "factual"][:6]
-    judge = OfflineJudge(embedder)
-    totals = {}
-    for name, responder in (("focused", _focused), ("padded", _padded)):
-        server = FakeOpenAI().start()
-        server.responder = responder
-        settings = load_settings(
-            store={"path": shipped_store},
-            llm={"provider": "openai", "model": "gpt-4o-mini"},
-            openai_base_url=server.base_url,
-        )
-        try:
-            with Assistant(settings, embedder=embedder) as assistant:
-                rows = run_eval(assistant, items, judge, tmp_path / name, workers=2)
-        finally:
-            server.stop()
-        totals[name] = aggregate(rows)
+    models = {"focused": _focused, "padded": _padded}
+    totals = _eval_scripted_models(models, items, shipped_store, embedder, tmp_path)
     focused, padded = totals["focused"], totals["padded"]
     assert focused["faithfulness"] >= 0.8 and padded["faithfulness"] >= 0.8
     assert focused["cited_precision"] >= 0.8 and padded["cited_precision"] <= 0.5
