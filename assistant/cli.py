@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from assistant import render
@@ -51,7 +52,8 @@ def store_options(func: F) -> F:
         "--store",
         type=click.Path(path_type=Path),
         default=None,
-        help="Store folder [default: ./vectorstore or ASSISTANT_STORE__PATH].",
+        help="Store folder [default: ASSISTANT_STORE__PATH, else the user data directory; "
+        "`assistant info` prints it].",
     )(func)
     return func
 
@@ -84,12 +86,19 @@ def main() -> None:
     is_flag=True,
     help="Fail at once (exit 1) when another ingest is writing to the store, instead of waiting.",
 )
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Move the store's files aside (renamed, nothing deleted) and build it anew from PATHS: "
+    "the remedy for a damaged catalog.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_options
 def ingest(
     paths: tuple[Path, ...],
     prune: bool,
     no_wait: bool,
+    rebuild: bool,
     as_json: bool,
     store: Path | None,
     chroma_url: str | None,
@@ -116,7 +125,16 @@ def ingest(
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 wait=not no_wait,
                 on_wait=lambda message: err_console.print(message, highlight=False),
+                rebuild=rebuild,
             )
+        if report.moved_aside:
+            err_console.print(
+                f"moved the old store's files to {report.moved_aside} (nothing deleted)",
+                highlight=False,
+                markup=False,
+            )
+        for warning in report.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
         for problem in report.problems:
             err_console.print(f"[bold red]error:[/] {problem}", highlight=False)
         if as_json:
@@ -176,15 +194,24 @@ def search(
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 when papers, vectors and the lexical index disagree (0 when consistent).",
+)
 @store_options
-def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
-    """Where the store is and what it holds."""
+def info(as_json: bool, check: bool, store: Path | None, chroma_url: str | None) -> None:
+    """Where the store is, what it holds, and whether its indexes agree."""
     with make_assistant(store, chroma_url) as assistant:
         details = assistant.info()
         if as_json:
             click.echo(json.dumps(details))
         else:
             render.info_table(make_console(), details)
+        for problem in details["problems"]:
+            err_console.print(f"[bold yellow]warning:[/] {escape(problem)}", highlight=False)
+    if check and details["problems"]:
+        sys.exit(1)
 
 
 def llm_options(func: F) -> F:

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from assistant import health
 from assistant.catalog import Catalog
 from assistant.chunking import Chunk, Chunker, sentences_of
 from assistant.corpus import LoadResult, Paper
+from assistant.diskspace import is_disk_full
 from assistant.embeddings import Embedder
-from assistant.errors import InputFileError
+from assistant.errors import DiskFullError, InputFileError
 from assistant.lexical import LexicalIndex
 from assistant.vectors import ChromaVectors
 
@@ -29,10 +31,13 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     recovered: int = 0  # unfinished papers from an interrupted run, finished or undone
+    repaired: int = 0  # ready papers whose vectors were gone, re-embedded
     duplicates: int = 0
     chunks_written: int = 0
     files: int = 0
     problems: list[InputFileError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. abstracts cut to the size limit
+    moved_aside: str | None = None  # where `--rebuild` moved the old store
 
     @property
     def ok(self) -> bool:
@@ -45,10 +50,13 @@ class IngestReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "recovered": self.recovered,
+            "repaired": self.repaired,
             "duplicates": self.duplicates,
             "chunks_written": self.chunks_written,
             "files": self.files,
             "problems": [str(p) for p in self.problems],
+            "warnings": self.warnings,
+            "moved_aside": self.moved_aside,
         }
 
 
@@ -78,7 +86,10 @@ class Ingestor:
         self, loaded: LoadResult, prune: bool = False, progress: Progress | None = None
     ) -> IngestReport:
         report = IngestReport(
-            duplicates=loaded.duplicates, files=len(loaded.files), problems=list(loaded.problems)
+            duplicates=loaded.duplicates,
+            files=len(loaded.files),
+            problems=list(loaded.problems),
+            warnings=list(loaded.warnings),
         )
         states = self.catalog.states()
         incoming = {p.paper_id for p in loaded.papers}
@@ -94,6 +105,13 @@ class Ingestor:
             if state == "deleting" or (state == "pending" and pid not in incoming)
         ]
         self._remove(leftovers, states)
+        # ...and what is gone from under the catalog: vectors of ready papers (re-embedded from
+        # the catalog's own copy, given or not), vectors of papers it does not hold (dropped).
+        gaps = health.vector_gaps(self.catalog, self.vectors, self.sentences)
+        self.vectors.delete_ids(gaps.orphan_chunks)
+        if self.sentences is not None:
+            self.sentences.delete_ids(gaps.orphan_sentences)
+        broken = self.catalog.papers(sorted(gaps.missing))
 
         # 2. Work out what changed. A paper whose only change is its derived label (or whose
         #    fingerprint is the older kind that included the label) is relabelled in place.
@@ -102,6 +120,8 @@ class Ingestor:
         labels = self.catalog.labels() if states else {}
         for paper in loaded.papers:
             known = states.get(paper.paper_id)
+            if paper.paper_id in broken and known and known[0] == paper.fingerprint:
+                continue  # unchanged but re-embedded, counted as repaired
             if known and known[1] == "ready" and not config_changed:
                 label = labels.get(paper.paper_id, "")
                 if known[0] in (paper.fingerprint, paper.legacy_fingerprint(label)):
@@ -115,6 +135,11 @@ class Ingestor:
             else:
                 report.added += 1
 
+        given = {p.paper_id for p in to_write}
+        repairs = [p for pid, p in broken.items() if pid not in given]
+        report.repaired = len(repairs)
+        to_write.extend(repairs)
+
         # 3. Write in batches, journalled.
         self.catalog.relabel(relabel)
         self.catalog.set_meta("config", self._config_key())
@@ -125,7 +150,11 @@ class Ingestor:
             progress(0, len(to_write))
         for start in range(0, len(to_write), self.batch_papers):
             batch = to_write[start : start + self.batch_papers]
-            report.chunks_written += self._write_batch(batch, states)
+            try:
+                report.chunks_written += self._write_batch(batch, states)
+            except Exception as exc:
+                self._fail_batch(exc, batch, states)
+                raise
             done += len(batch)
             if progress:
                 progress(done, len(to_write))
@@ -165,6 +194,26 @@ class Ingestor:
             self._write_sentences(items, states, metas)
         self.catalog.set_state([p.paper_id for p in batch], "ready")
         return len(chunks)
+
+    def _fail_batch(
+        self, exc: Exception, batch: Sequence[Paper], states: dict[str, tuple[str, str, int]]
+    ) -> None:
+        """On a full disk, take back the batch's new papers (readers never saw them: they were
+        pending) and say so in one line. Where even that cannot be written, the next ingest
+        removes them, as after any interrupted run."""
+        store = self.catalog.path.parent
+        if not is_disk_full(exc, store):
+            return
+        new = [p.paper_id for p in batch if p.paper_id not in states]
+        try:
+            self._remove(new, states)
+        except Exception as cleanup:  # still pending, so invisible; the next ingest removes them
+            exc.add_note(f"taking the batch back failed too: {cleanup}")
+        detail = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ else exc
+        raise DiskFullError(
+            f"disk full writing {store}: {detail}. Papers written before this batch are kept; free "
+            "some space and run the same `assistant ingest` again to finish"
+        ) from exc
 
     def _write_sentences(
         self,
