@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from assistant.chunking import Chunk
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_paper ON chunks(paper_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+CATALOG_FILE = "catalog.sqlite3"
 _PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url"
 _MAX_VARS = 900  # stay under SQLite's bound on query parameters
 
@@ -71,14 +72,36 @@ def _row_to_paper(row: sqlite3.Row) -> Paper:
     )
 
 
+class CatalogDamaged(Exception):
+    """The catalog file is not a readable SQLite database; ``reason`` says what is wrong."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class Catalog:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, empty_is_new: bool = True):
+        """Open (or create) the catalog. A 0-byte file is a new catalog only when
+        ``empty_is_new``; the caller says False when the store holds vectors or an index, so a
+        catalog truncated to nothing is reported, not silently taken for an empty store."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()  # one connection per thread (SQLite's rule)
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._db.executescript(_SCHEMA)
+        if not empty_is_new and path.exists() and path.stat().st_size == 0:
+            raise CatalogDamaged(path, "the file is empty (0 bytes)")
+        try:
+            self._db.executescript(_SCHEMA)
+            verdict = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise CatalogDamaged(path, str(exc)) from exc
+        if verdict != "ok":
+            self.close()
+            raise CatalogDamaged(path, f"integrity check failed: {verdict}")
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -121,6 +144,20 @@ class Catalog:
             "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
 
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One write transaction: committed whole, or rolled back whole (a full disk included),
+        never left open on the connection."""
+        with closing(self._db.cursor()) as cur:
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    cur.execute("ROLLBACK")
+                raise
+
     # -- journal ----------------------------------------------------------------------------
     def states(self) -> dict[str, tuple[str, str, int]]:
         """paper_id -> (fingerprint, state, n_chunks) for every paper the catalog knows."""
@@ -147,69 +184,57 @@ class Catalog:
             )
             for p in papers
         ]
-        with closing(self._db.cursor()) as cur:
-            cur.execute("BEGIN IMMEDIATE")
+        with self._transaction() as cur:
             cur.executemany(
                 "UPDATE papers SET fingerprint = ?, source = ?, source_file = ?, label = ?, "
                 "authors = ?, year = ?, venue = ?, url = ? WHERE paper_id = ?",
                 rows,
             )
-            cur.execute("COMMIT")
 
     def mark_pending(self, items: Iterable[tuple[Paper, list[Chunk]]]) -> None:
         """Record papers and their chunks as about to be written (one transaction)."""
-        with closing(self._db.cursor()) as cur:
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                for paper, chunks in items:
-                    cur.execute("DELETE FROM chunks WHERE paper_id = ?", (paper.paper_id,))
-                    cur.execute(
-                        "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
-                        (
-                            paper.paper_id,
-                            paper.fingerprint,
-                            paper.source,
-                            paper.source_file,
-                            paper.label,
-                            paper.title,
-                            json.dumps(list(paper.authors)),
-                            paper.year,
-                            paper.venue,
-                            paper.url,
-                            paper.abstract,
-                            len(chunks),
-                        ),
-                    )
-                    cur.executemany(
-                        "INSERT INTO chunks(chunk_id, paper_id, idx, text) VALUES (?,?,?,?)",
-                        [(c.chunk_id, c.paper_id, c.index, c.text) for c in chunks],
-                    )
-                self.bump_generation(cur)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
+        with self._transaction() as cur:
+            for paper, chunks in items:
+                cur.execute("DELETE FROM chunks WHERE paper_id = ?", (paper.paper_id,))
+                cur.execute(
+                    "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
+                    (
+                        paper.paper_id,
+                        paper.fingerprint,
+                        paper.source,
+                        paper.source_file,
+                        paper.label,
+                        paper.title,
+                        json.dumps(list(paper.authors)),
+                        paper.year,
+                        paper.venue,
+                        paper.url,
+                        paper.abstract,
+                        len(chunks),
+                    ),
+                )
+                cur.executemany(
+                    "INSERT INTO chunks(chunk_id, paper_id, idx, text) VALUES (?,?,?,?)",
+                    [(c.chunk_id, c.paper_id, c.index, c.text) for c in chunks],
+                )
+            self.bump_generation(cur)
 
     def set_state(self, paper_ids: Sequence[str], state: str) -> None:
-        with closing(self._db.cursor()) as cur:
-            cur.execute("BEGIN IMMEDIATE")
+        with self._transaction() as cur:
             for batch in _batches(paper_ids):
                 marks = ",".join("?" * len(batch))
                 cur.execute(
                     f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})", (state, *batch)
                 )
             self.bump_generation(cur)
-            cur.execute("COMMIT")
 
     def remove(self, paper_ids: Sequence[str]) -> None:
-        with closing(self._db.cursor()) as cur:
-            cur.execute("BEGIN IMMEDIATE")
+        with self._transaction() as cur:
             for batch in _batches(paper_ids):
                 marks = ",".join("?" * len(batch))
                 cur.execute(f"DELETE FROM chunks WHERE paper_id IN ({marks})", tuple(batch))
                 cur.execute(f"DELETE FROM papers WHERE paper_id IN ({marks})", tuple(batch))
             self.bump_generation(cur)
-            cur.execute("COMMIT")
 
     # -- reads ------------------------------------------------------------------------------
     def papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
@@ -234,6 +259,19 @@ class Catalog:
             )
             found.update({r[0]: r[1] for r in rows})
         return found
+
+    def ready_chunk_ids(self) -> dict[str, set[str]]:
+        """paper_id -> the ids its chunk vectors must have, for every ready paper."""
+        rows = self._db.execute(
+            "SELECT p.paper_id, c.chunk_id FROM papers p LEFT JOIN chunks c "
+            "ON c.paper_id = p.paper_id WHERE p.state = 'ready'"
+        )
+        expected: dict[str, set[str]] = {}
+        for paper_id, chunk_id in rows:
+            ids = expected.setdefault(paper_id, set())
+            if chunk_id is not None:
+                ids.add(chunk_id)
+        return expected
 
     def chunks_of(self, paper_id: str) -> list[str]:
         rows = self._db.execute(

@@ -100,12 +100,19 @@ def main() -> None:
     is_flag=True,
     help="Fail at once (exit 1) when another ingest is writing to the store, instead of waiting.",
 )
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Move the store's files aside (renamed, nothing deleted) and build it anew from PATHS: "
+    "the remedy for a damaged catalog.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_options
 def ingest(
     paths: tuple[Path, ...],
     prune: bool,
     no_wait: bool,
+    rebuild: bool,
     as_json: bool,
     store: Path | None,
     chroma_url: str | None,
@@ -115,6 +122,7 @@ def ingest(
     Re-running is cheap: only new or edited abstracts are embedded (moved lines are not),
     and an interrupted run is completed.
     """
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from assistant import render
@@ -138,7 +146,16 @@ def ingest(
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 wait=not no_wait,
                 on_wait=lambda message: err_console().print(message, highlight=False),
+                rebuild=rebuild,
             )
+        if report.moved_aside:
+            err_console().print(
+                f"moved the old store's files to {report.moved_aside} (nothing deleted)",
+                highlight=False,
+                markup=False,
+            )
+        for warning in report.warnings:
+            err_console().print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
         for problem in report.problems:
             err_console().print(f"[bold red]error:[/] {problem}", highlight=False)
         if report.prune_skipped:
@@ -207,9 +224,16 @@ def search(
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 when papers, vectors and the lexical index disagree (0 when consistent).",
+)
 @store_options
-def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
-    """Where the store is and what it holds."""
+def info(as_json: bool, check: bool, store: Path | None, chroma_url: str | None) -> None:
+    """Where the store is, what it holds, and whether its indexes agree."""
+    from rich.markup import escape
+
     from assistant import render
     from assistant.terminal import make_console
 
@@ -219,6 +243,10 @@ def info(as_json: bool, store: Path | None, chroma_url: str | None) -> None:
             click.echo(json.dumps(details))
         else:
             render.info_table(make_console(), details)
+        for problem in details["problems"]:
+            err_console().print(f"[bold yellow]warning:[/] {escape(problem)}", highlight=False)
+    if check and details["problems"]:
+        sys.exit(1)
 
 
 def llm_options(func: F) -> F:

@@ -8,18 +8,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from assistant.answer import Answer
-from assistant.catalog import Catalog
+from assistant.catalog import CATALOG_FILE, Catalog, CatalogDamaged
 from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, load_corpus
+from assistant.diskspace import is_disk_full
 from assistant.embeddings import Embedder, make_embedder
-from assistant.errors import AssistantError, StoreEmptyError, StoreMissingError
+from assistant.errors import (
+    AssistantError,
+    DiskFullError,
+    StoreDamagedError,
+    StoreEmptyError,
+    StoreMissingError,
+)
+from assistant.health import Health, examine, move_aside
 from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
@@ -33,7 +42,6 @@ from assistant.tokens import count_tokens
 from assistant.vectors import ChromaVectors
 
 MAX_QUERY_CHARS = 20_000
-CATALOG_FILE = "catalog.sqlite3"
 
 
 class Assistant:
@@ -76,7 +84,14 @@ class Assistant:
                 path = self.store_dir / CATALOG_FILE
                 if not self._may_create and not path.exists():
                     raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
-                self._catalog = Catalog(path)
+                # With vectors or an index beside it, an empty catalog was truncated, not new.
+                derived = any((self.store_dir / name).exists() for name in ("chroma", "bm25"))
+                try:
+                    self._catalog = Catalog(path, empty_is_new=not derived)
+                except CatalogDamaged as exc:
+                    raise StoreDamagedError(
+                        damaged_store_message(self.store_dir, self.settings, exc)
+                    ) from exc
             return self._catalog
 
     @property
@@ -99,13 +114,29 @@ class Assistant:
 
     def _open_collection(self, name: str) -> ChromaVectors:
         self.catalog  # noqa: B018 -- a missing store is reported before Chroma creates one
-        return ChromaVectors.open(
-            path=self.store_dir / "chroma",
-            url=self.settings.store.chroma_url,
-            collection=name,
-            embedder_name=self.embedder.name,
-            dim=self.embedder.dim,
-        )
+        with self._disk_full_said("opening"):
+            return ChromaVectors.open(
+                path=self.store_dir / "chroma",
+                url=self.settings.store.chroma_url,
+                collection=name,
+                embedder_name=self.embedder.name,
+                dim=self.embedder.dim,
+            )
+
+    @contextmanager
+    def _disk_full_said(self, doing: str) -> Iterator[None]:
+        """A write that fails for want of space becomes one line naming the store."""
+        try:
+            yield
+        except AssistantError:
+            raise
+        except Exception as exc:
+            if not is_disk_full(exc, self.store_dir):
+                raise
+            raise DiskFullError(
+                f"disk full {doing} {self.store_dir}: {exc}. Free some space and run the "
+                "command again (what was written before is kept)"
+            ) from exc
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -136,14 +167,20 @@ class Assistant:
         if not self.catalog.has_ready():
             raise StoreEmptyError(empty_store_message(self.store_dir, self.settings))
 
-    def retriever(self) -> HybridRetriever:
+    def fresh_lexical(self) -> LexicalIndex:
+        """The lexical index, rebuilt first when it is stale, missing or unreadable."""
         with self._wiring:  # one thread brings a stale lexical index up to date
-            self.require_papers()
             lexical = self.lexical
             if lexical.generation != self.catalog.generation and not (
                 lexical.load() and lexical.generation == self.catalog.generation
             ):
-                self._ingestor().refresh_lexical()
+                with self._disk_full_said("writing"):
+                    self._ingestor().refresh_lexical()
+            return lexical
+
+    def retriever(self) -> HybridRetriever:
+        self.require_papers()
+        lexical = self.fresh_lexical()
         return HybridRetriever(
             self.embedder,
             self.vectors,
@@ -162,14 +199,17 @@ class Assistant:
         progress: Progress | None = None,
         wait: bool = True,
         on_wait: Callable[[str], None] | None = None,
+        rebuild: bool = False,
     ) -> IngestReport:
         """Index abstracts (the shipped corpus by default); returns what changed.
 
         One writer at a time: while another process ingests into the same store, this waits
-        (telling ``on_wait`` why), or raises ``StoreBusyError`` when ``wait`` is False."""
+        (telling ``on_wait`` why), or raises ``StoreBusyError`` when ``wait`` is False.
+        ``rebuild`` first moves the store's files aside (see ``IngestReport.moved_aside``) and
+        builds it anew from ``paths``: the remedy for a damaged catalog."""
         chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
-        loaded = load_corpus(chosen)
-        return self._write(loaded, prune, progress, wait, on_wait)
+        loaded = load_corpus(chosen, max_chars=self.settings.corpus.max_abstract_chars)
+        return self._write(loaded, prune, progress, wait, on_wait, rebuild)
 
     def ingest_papers(
         self,
@@ -191,16 +231,26 @@ class Assistant:
         progress: Progress | None,
         wait: bool,
         on_wait: Callable[[str], None] | None,
+        rebuild: bool = False,
     ) -> IngestReport:
         if not loaded.papers and not (self.store_dir / CATALOG_FILE).exists():
             # Nothing to write and no store yet: creating an empty one would only make the next
             # read command look at a store that seems valid and answers nothing.
             return IngestReport(files=len(loaded.files), problems=loaded.problems, created=False)
+        if rebuild and self.settings.store.chroma_url:
+            raise AssistantError(
+                "--rebuild moves an embedded store aside; with a Chroma server, ingest into "
+                "a new --store folder and a new collection instead"
+            )
         with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
             # Whatever this process opened before it held the lock may predate another
             # writer's changes: open the store afresh under the lock.
             self.close()
-            return self._ingestor().run(loaded, prune=prune, progress=progress)
+            moved = move_aside(self.store_dir) if rebuild else None
+            with self._disk_full_said("writing"):
+                report = self._ingestor().run(loaded, prune=prune, progress=progress)
+            report.moved_aside = str(moved) if moved else None
+            return report
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
@@ -296,6 +346,12 @@ class Assistant:
             k = max(self.settings.retrieval.k, self.settings.retrieval.survey_k)
         return Request(question, k, filters, search_query, pinned)
 
+    def health(self) -> Health:
+        """Papers, vectors and lexical entries compared (the lexical index is derived: a stale
+        or unreadable one is rebuilt first, as a search would)."""
+        lexical = self.fresh_lexical()
+        return examine(self.catalog, self.vectors, self.sentence_vectors, lexical.paper_ids)
+
     def info(self) -> dict[str, Any]:
         counts = self.catalog.counts()
         return {
@@ -312,6 +368,8 @@ class Assistant:
             "provider": self.provider.name,
             "model": self.provider.model,
             "chunker": self._chunker().name,
+            "lexical": len(self.fresh_lexical().paper_ids),
+            "problems": self.health().problems(),
         }
 
     def close(self) -> None:
@@ -348,6 +406,16 @@ def empty_store_message(store_dir: Path, settings: Settings) -> str:
     return (
         f"the store in {store_dir.resolve()} holds no papers yet; add abstracts with "
         f"`assistant ingest FILE_OR_FOLDER{_store_flags(store_dir, settings)}`"
+    )
+
+
+def damaged_store_message(store_dir: Path, settings: Settings, exc: CatalogDamaged) -> str:
+    """Which file is damaged, and the command that re-creates the store from its sources."""
+    flags = "" if store_dir == default_store() else f" --store {store_dir}"
+    return (
+        f"the store's catalog {exc.path.resolve()} is damaged ({exc.reason}); re-create the "
+        f"store from its sources with `assistant ingest --rebuild [PATHS]{flags}` (the damaged "
+        "files are moved aside, not deleted)"
     )
 
 

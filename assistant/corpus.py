@@ -118,6 +118,7 @@ class LoadResult:
     duplicates: int = 0
     files: list[Path] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)  # first lines of seed files
+    warnings: list[str] = field(default_factory=list)  # abstracts cut to the size limit
     _seen: set[str] = field(default_factory=set, repr=False)
 
     def add(self, paper: Paper) -> None:
@@ -150,6 +151,8 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     authors = record.get("authors") or ()
     if isinstance(authors, str):
         authors = [a.strip() for a in re.split(r";|, (?=[A-Z])| and ", authors) if a.strip()]
+    elif not isinstance(authors, list | tuple):
+        raise ValueError(f"'authors' is neither a list nor a ';'-separated string: {authors!r}")
     year = record.get("year")
     try:
         year_int = int(str(year).strip()) if year not in (None, "") else None
@@ -165,6 +168,22 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
         year=year_int,
         venue=(str(record["venue"]).strip() or None) if record.get("venue") else None,
         url=(str(record["url"]).strip() or None) if record.get("url") else None,
+    )
+
+
+def _cut(record: dict[str, Any], max_chars: int | None, where: str) -> str | None:
+    """Cut the record's abstract to ``max_chars`` (at the last space within it, when there is
+    one) before any other work on it; the warning to show, or None when it fits."""
+    raw = record.get("abstract")
+    if max_chars is None or not isinstance(raw, str) or len(raw) <= max_chars:
+        return None
+    cut = raw[:max_chars]
+    space = cut.rfind(" ", max_chars // 2)
+    record["abstract"] = cut[:space] if space > 0 else cut
+    return (
+        f"{where}: abstract is {len(raw):,} characters, over the limit of {max_chars:,}; "
+        f"only its first {len(record['abstract']):,} are indexed "
+        "(ASSISTANT_CORPUS__MAX_ABSTRACT_CHARS sets the limit)"
     )
 
 
@@ -227,8 +246,11 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield row_no, {key: row.get(original) for key, original in columns.items()}
 
 
-def load_file(path: Path) -> tuple[list[Paper], list[InputFileError]]:
-    """Papers of one file, and the rows of it that could not be read."""
+def load_file(
+    path: Path, max_chars: int | None = None, warnings: list[str] | None = None
+) -> tuple[list[Paper], list[InputFileError]]:
+    """Papers of one file, and the rows of it that could not be read. Abstracts longer than
+    ``max_chars`` are cut, and a line saying so is added to ``warnings``."""
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None and path.exists():
         raise InputFileError(
@@ -248,6 +270,9 @@ def load_file(path: Path) -> tuple[list[Paper], list[InputFileError]]:
         if isinstance(record, str):
             problems.append(InputFileError(f"{path}", record))
             continue
+        note = _cut(record, max_chars, f"{path}:{position}")
+        if note is not None and warnings is not None:
+            warnings.append(note)
         try:
             papers.append(make_paper(record, f"{path.name}#{position}"))
         except ValueError as exc:
@@ -270,12 +295,13 @@ def expand_paths(paths: Iterable[Path]) -> Iterator[Path]:
             yield path
 
 
-def load_corpus(paths: Iterable[Path]) -> LoadResult:
-    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins)."""
+def load_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
+    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins); abstracts
+    over ``max_chars`` are cut to it, each with a warning in ``LoadResult.warnings``."""
     result = LoadResult()
     for path in expand_paths(paths):
         try:
-            papers, problems = load_file(path)
+            papers, problems = load_file(path, max_chars, result.warnings)
         except InputFileError as exc:
             result.problems.append(exc)
             continue

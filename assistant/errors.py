@@ -37,6 +37,14 @@ class StoreBusyError(StoreError):
     """Another process is writing to the store and the caller chose not to wait."""
 
 
+class StoreDamagedError(StoreError):
+    """A store file cannot be read (truncated, overwritten); the message names the remedy."""
+
+
+class DiskFullError(StoreError):
+    """The disk holding the store filled up while writing; what was written before is kept."""
+
+
 class EmbedderMismatchError(StoreError):
     """The store was built with another embedding model than the one configured."""
 

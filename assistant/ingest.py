@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from assistant import health
 from assistant.catalog import Catalog
 from assistant.chunking import Chunk, Chunker, sentences_of
 from assistant.corpus import LoadResult, Paper
+from assistant.diskspace import is_disk_full
 from assistant.embeddings import Embedder
-from assistant.errors import InputFileError
+from assistant.errors import DiskFullError, InputFileError
 from assistant.lexical import LexicalIndex
 from assistant.vectors import ChromaVectors
 
@@ -29,12 +31,15 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     recovered: int = 0  # unfinished papers from an interrupted run, finished or undone
+    repaired: int = 0  # ready papers whose vectors were gone, re-embedded
     duplicates: int = 0
     chunks_written: int = 0
     files: int = 0
     problems: list[InputFileError] = field(default_factory=list)
     created: bool = True  # False when nothing was loaded and no store existed: none was made
     prune_skipped: bool = False  # --prune was asked for, but some input failed to load
+    warnings: list[str] = field(default_factory=list)  # e.g. abstracts cut to the size limit
+    moved_aside: str | None = None  # where `--rebuild` moved the old store
 
     @property
     def ok(self) -> bool:
@@ -47,12 +52,15 @@ class IngestReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "recovered": self.recovered,
+            "repaired": self.repaired,
             "duplicates": self.duplicates,
             "chunks_written": self.chunks_written,
             "files": self.files,
             "store_written": self.created,
             "prune_skipped": self.prune_skipped,
             "problems": [str(p) for p in self.problems],
+            "warnings": self.warnings,
+            "moved_aside": self.moved_aside,
         }
 
 
@@ -93,7 +101,10 @@ class Ingestor:
         self, loaded: LoadResult, prune: bool = False, progress: Progress | None = None
     ) -> IngestReport:
         report = IngestReport(
-            duplicates=loaded.duplicates, files=len(loaded.files), problems=list(loaded.problems)
+            duplicates=loaded.duplicates,
+            files=len(loaded.files),
+            problems=list(loaded.problems),
+            warnings=list(loaded.warnings),
         )
         states = self.catalog.states()
         incoming = {p.paper_id for p in loaded.papers}
@@ -109,11 +120,31 @@ class Ingestor:
             if state == "deleting" or (state == "pending" and pid not in incoming)
         ]
         self._remove(leftovers, states)
+        # ...and what is gone from under the catalog: vectors of ready papers (re-embedded from
+        # the catalog's own copy, given or not), vectors of papers it does not hold (dropped).
+        gaps = health.vector_gaps(self.catalog, self.vectors, self.sentences)
+        self.vectors.delete_ids(gaps.orphan_chunks)
+        if self.sentences is not None:
+            self.sentences.delete_ids(gaps.orphan_sentences)
+        broken = self.catalog.papers(sorted(gaps.missing))
 
-        # 2. Work out what changed: only new papers and papers whose text changed are embedded.
-        plan = self._plan(loaded.papers, states, config_changed)
+        # 2. Work out what changed: only new papers and papers whose text changed are embedded;
+        #    papers whose vectors are gone are embedded again (repaired), given or not.
+        intact = {
+            p.paper_id
+            for p in loaded.papers
+            if p.paper_id in broken and broken[p.paper_id].fingerprint == p.fingerprint
+        }
+        plan = self._plan(
+            [p for p in loaded.papers if p.paper_id not in intact], states, config_changed
+        )
         report.added, report.updated, report.unchanged = plan.added, plan.updated, plan.unchanged
         to_write = plan.to_write
+        given = {p.paper_id for p in to_write}
+        repairs = [p for p in loaded.papers if p.paper_id in intact]
+        repairs += [p for pid, p in broken.items() if pid not in given and pid not in intact]
+        report.repaired = len(repairs)
+        to_write.extend(repairs)
 
         # 3. Write in batches, journalled; unchanged texts with a new record are updated in place.
         self._update_in_place(plan.in_place)
@@ -125,7 +156,11 @@ class Ingestor:
             progress(0, len(to_write))
         for start in range(0, len(to_write), self.batch_papers):
             batch = to_write[start : start + self.batch_papers]
-            report.chunks_written += self._write_batch(batch, states)
+            try:
+                report.chunks_written += self._write_batch(batch, states)
+            except Exception as exc:
+                self._fail_batch(exc, batch, states)
+                raise
             done += len(batch)
             if progress:
                 progress(done, len(to_write))
@@ -202,6 +237,26 @@ class Ingestor:
             self._write_sentences(items, states, metas)
         self.catalog.set_state([p.paper_id for p in batch], "ready")
         return len(chunks)
+
+    def _fail_batch(
+        self, exc: Exception, batch: Sequence[Paper], states: dict[str, tuple[str, str, int]]
+    ) -> None:
+        """On a full disk, take back the batch's new papers (readers never saw them: they were
+        pending) and say so in one line. Where even that cannot be written, the next ingest
+        removes them, as after any interrupted run."""
+        store = self.catalog.path.parent
+        if not is_disk_full(exc, store):
+            return
+        new = [p.paper_id for p in batch if p.paper_id not in states]
+        try:
+            self._remove(new, states)
+        except Exception as cleanup:  # still pending, so invisible; the next ingest removes them
+            exc.add_note(f"taking the batch back failed too: {cleanup}")
+        detail = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ else exc
+        raise DiskFullError(
+            f"disk full writing {store}: {detail}. Papers written before this batch are kept; free "
+            "some space and run the same `assistant ingest` again to finish"
+        ) from exc
 
     def _write_sentences(
         self,

@@ -30,6 +30,14 @@ def analyze(texts: list[str]) -> list[list[str]]:
     return [list(t) for t in tokens]
 
 
+def _documents(retriever: bm25s.BM25) -> int:
+    """How many documents a loaded index holds, -1 when its arrays do not say."""
+    try:
+        return int(retriever.scores["num_docs"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return -1
+
+
 class LexicalIndex:
     def __init__(self, folder: Path, k1: float = 1.2, b: float = 0.75):
         self.folder = folder
@@ -73,17 +81,23 @@ class LexicalIndex:
         self.generation = generation
 
     def load(self) -> bool:
-        """Load the persisted index; False when there is none or it was built differently."""
-        pointer = self.folder / _POINTER
-        if not pointer.exists():
+        """Load the persisted index; False when there is none, it was built differently, or its
+        files are unreadable (emptied, truncated): it is derived, so the caller rebuilds it."""
+        try:
+            info = json.loads((self.folder / _POINTER).read_text())
+            if (info.get("k1"), info.get("b")) != (self.k1, self.b):
+                return False
+            target = self.folder / str(info["dir"])
+            ids = json.loads((target / "ids.json").read_text())
+            retriever = bm25s.BM25.load(str(target)) if ids else None
+            generation = int(info["generation"])
+        except Exception:  # missing, emptied, truncated: json, numpy, OS errors all mean rebuild
             return False
-        info = json.loads(pointer.read_text())
-        if (info.get("k1"), info.get("b")) != (self.k1, self.b):
+        if not isinstance(ids, list):
             return False
-        target = self.folder / info["dir"]
-        ids = json.loads((target / "ids.json").read_text())
-        retriever = bm25s.BM25.load(str(target)) if ids else None
-        self._install(retriever, ids, int(info["generation"]))
+        if retriever is not None and _documents(retriever) != len(ids):
+            return False
+        self._install(retriever, [str(i) for i in ids], generation)
         return True
 
     def document_frequencies(self, terms: list[str]) -> tuple[dict[str, int], int]:
@@ -100,6 +114,11 @@ class LexicalIndex:
                 end = starts[i + 1] if i + 1 < len(starts) else len(postings["data"])
                 counts[term] = int(end - starts[i])
         return counts, int(postings["num_docs"])
+
+    @property
+    def paper_ids(self) -> list[str]:
+        """The papers the index holds."""
+        return list(self._ids)
 
     def search(
         self, query: str, n: int, allowed: set[str] | None = None

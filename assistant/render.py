@@ -41,6 +41,7 @@ def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
             if report.recovered
             else ""
         )
+        + (f", {report.repaired} repaired whose vectors were gone" if report.repaired else "")
         + ")"
     )
 
@@ -78,7 +79,8 @@ def info_table(console: Console, info: dict[str, Any]) -> None:
     table.add_column(style="bold")
     table.add_column()
     for key, value in info.items():
-        table.add_row(key, str(value))
+        if key != "problems":  # printed as warnings, one a line
+            table.add_row(key, str(value))
     console.print(table)
 
 

@@ -50,6 +50,14 @@ class CorpusSettings(_Section):
         default_factory=lambda: [shipped_corpus()],
         description="What `assistant ingest` reads when given no paths (the shipped corpus).",
     )
+    max_abstract_chars: int = Field(
+        20_000,
+        ge=200,
+        le=10_000_000,
+        description="Longest abstract indexed, in characters; a longer one is cut to this "
+        "length (at a space when there is one), with a warning naming its file and line, so "
+        "one hostile line cannot make thousands of chunks.",
+    )
 
 
 class EmbeddingSettings(_Section):

@@ -15,7 +15,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from assistant.errors import EmbedderMismatchError, StoreError
+from assistant.diskspace import is_disk_full
+from assistant.errors import DiskFullError, EmbedderMismatchError, StoreError
 
 # Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
 VECTOR_KEYS = ("chunk", "sentence")
@@ -26,6 +27,32 @@ class ChunkMatch:
     chunk_id: str
     paper_id: str
     similarity: float  # cosine similarity, 1 is identical
+
+
+class _Guarded:
+    """A Chroma collection whose calls fail with one-line store errors: chromadb raises many
+    types, and on a full disk even a read fails ("Error in compaction")."""
+
+    def __init__(self, collection: Any, where: str, path: Path | None):
+        self._collection = collection
+        self._where = where
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._collection, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:
+                if is_disk_full(exc, self._path):
+                    raise DiskFullError(
+                        f"disk full writing {self._where}: {exc}. Free some space and run the "
+                        "command again (what was written before is kept)"
+                    ) from exc
+                raise StoreError(f"Chroma failed ({name}) in {self._where}: {exc}") from exc
+
+        return call
 
 
 class ChromaVectors:
@@ -63,6 +90,11 @@ class ChromaVectors:
             )
         except Exception as exc:  # chromadb raises many types; all mean the same to the user
             where = f"Chroma server at {url}" if url else f"store at {path}"
+            if is_disk_full(exc, None if url else path):
+                raise DiskFullError(
+                    f"disk full opening the {where}: {exc}. Free some space and run the "
+                    "command again"
+                ) from exc
             hint = (
                 "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
                 if url
@@ -76,7 +108,8 @@ class ChromaVectors:
                 f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
                 "with, or ingest into a new store with --store DIR."
             )
-        return cls(coll, embedder_name)
+        where = f"the Chroma server at {url}" if url else str(path.parent)
+        return cls(_Guarded(coll, where, None if url else path), embedder_name)
 
     def count(self) -> int:
         return int(self._collection.count())

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from assistant import Assistant
+from assistant.chunking import Chunker
 from assistant.corpus import load_corpus, load_file
 from assistant.errors import InputFileError
 from assistant.labels import derive_label
@@ -142,3 +144,34 @@ def test_shipped_corpus_is_an_unchanged_copy():
         pytest.skip("../shared/seeds not present")
     for seed in shared.glob("*.txt"):
         assert (CORPUS / seed.name).read_bytes() == seed.read_bytes()
+
+
+def test_overlong_abstracts_are_cut_with_one_warning_each(tmp_path: Path):
+    """Two 200,000-character abstracts without a space (issue #11): cut to the limit, each with a
+    warning naming file and line, so chunking stays bounded (it made 2,858 chunks before)."""
+    rows = [{"id": f"huge{i}", "abstract": (c * 200_000)} for i, c in enumerate("xy")]
+    short = "A short abstract about sparse attention."
+    rows.insert(1, {"abstract": short})
+    path = tmp_path / "huge.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    loaded = load_corpus([path], max_chars=20_000)
+    assert [len(p.abstract) for p in loaded.papers] == [20_000, len(short), 20_000]
+    assert loaded.warnings == [
+        f"{path}:{line}: abstract is 200,000 characters, over the limit of 20,000; only its "
+        "first 20,000 are indexed (ASSISTANT_CORPUS__MAX_ABSTRACT_CHARS sets the limit)"
+        for line in (1, 3)
+    ]
+    chunks = [c for p in loaded.papers for c in Chunker().split(p)]
+    assert len(chunks) < 400
+
+
+def test_the_size_limit_is_a_setting(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("ASSISTANT_CORPUS__MAX_ABSTRACT_CHARS", "300")
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    long = " ".join(["word"] * 200)  # 999 characters
+    (tmp_path / "a.jsonl").write_text(json.dumps({"abstract": long}) + "\n")
+    with Assistant(store=tmp_path / "store") as assistant:
+        report = assistant.ingest([tmp_path / "a.jsonl"])
+        (paper,) = assistant.catalog.iter_ready()
+    assert report.ok and report.added == 1 and len(report.warnings) == 1
+    assert len(paper.abstract) <= 300 and paper.abstract.endswith("word")

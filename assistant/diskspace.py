@@ -1,0 +1,34 @@
+"""Telling a full disk from other write failures, so it is reported as one line naming the store.
+
+SQLite says "database or disk is full", the OS says ENOSPC, but Chroma may only say "Error in
+compaction": when nothing in the error names the cause, the free space beside the store does.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from pathlib import Path
+
+_MARKERS = ("disk is full", "no space left", "disk full", "quota exceeded")
+_LOW_SPACE = 1 << 20  # bytes free below which a failed write is taken for a full disk
+
+
+def is_disk_full(exc: BaseException, where: Path | None) -> bool:
+    """Whether ``exc`` (or an error it came from) means the disk holding ``where`` is full."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(marker in str(seen).lower() for marker in _MARKERS):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    if where is None:
+        return False
+    folder = where
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return shutil.disk_usage(folder).free < _LOW_SPACE
+    except OSError:
+        return False

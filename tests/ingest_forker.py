@@ -1,0 +1,105 @@
+"""Runs `assistant` commands in forked children of one process that has imported everything once,
+so the kill test can SIGKILL hundreds of real ingests without paying Python's and Chroma's
+start-up each time. Each child is a whole `assistant ingest` run: the CLI, the store, the lock.
+
+One JSON request per stdin line, one JSON reply per stdout line:
+  {"args": [...], "delay": 0.3}  -> run the command, SIGKILL it after `delay` seconds (null: let
+                                    it finish): {"killed": bool, "code": int | null, "seconds": s}
+  {"check": STORE, "out": FILE}  -> a reader's view of the store, written to FILE as JSON:
+                                    {"ready", "unfinished", "chunks", "sentences", "lexical",
+                                     "expected_chunks", "expected_sentences"}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import bm25s  # noqa: F401 -- imported once here, before any fork
+import chromadb  # noqa: F401
+
+from assistant import Assistant, load_settings
+from assistant.chunking import sentences_of
+from assistant.cli import main
+from assistant.embeddings import HashingEmbedder
+from assistant.tokens import DEFAULT_ENCODING, encoding
+
+
+def _child(work: Any) -> None:
+    """In the forked child: do the work, then leave without running the parent's cleanup."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    code = 0
+    try:
+        work()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        code = 70
+    os._exit(code)
+
+
+def run(args: list[str], delay: float | None) -> dict[str, Any]:
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(lambda: main(args, prog_name="assistant"))
+    killed, reaped, status = False, 0, 0
+    if delay is not None:
+        time.sleep(delay)
+        reaped, status = os.waitpid(pid, os.WNOHANG)
+        if reaped == 0:
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    if reaped == 0:
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return {"killed": killed, "code": code, "seconds": time.monotonic() - started}
+
+
+def _view(store: Path, out: Path) -> None:
+    settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
+    with Assistant(settings, embedder=HashingEmbedder()) as a:
+        ready = list(a.catalog.iter_ready())
+        sentences = a.sentence_vectors
+        view = {
+            "ready": [p.paper_id for p in ready],
+            "unfinished": a.catalog.counts()["unfinished"],
+            "chunks": a.vectors.ids(),
+            "sentences": sentences.ids() if sentences is not None else [],
+            "lexical": a.fresh_lexical().paper_ids,  # a reader brings a stale index up to date
+            "expected_chunks": sorted(c for i in a.catalog.ready_chunk_ids().values() for c in i),
+            "expected_sentences": {p.paper_id: len(sentences_of(p)) for p in ready},
+        }
+    out.write_text(json.dumps(view))
+
+
+def check(store: Path, out: Path) -> dict[str, Any]:
+    pid = os.fork()
+    if pid == 0:
+        _child(lambda: _view(store, out))
+    _, status = os.waitpid(pid, 0)
+    return {"code": os.waitstatus_to_exitcode(status)}
+
+
+def serve() -> None:
+    encoding(DEFAULT_ENCODING)  # the tokenizer's tables, loaded once
+    os.environ["ASSISTANT_EMBEDDING__PROVIDER"] = "hashing"
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "check" in request:
+            reply = check(Path(request["check"]), Path(request["out"]))
+        else:
+            reply = run(request["args"], request.get("delay"))
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    serve()

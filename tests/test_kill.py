@@ -1,0 +1,167 @@
+"""SIGKILL a real `assistant ingest` at hundreds of points, then check that what readers see is
+whole (every ready paper in the chunk vectors, the sentence vectors and the lexical index) and
+that the next ingest finishes with exactly the papers given, nothing orphaned.
+
+The ingests are forked from tests/ingest_forker.py, which imports everything once, in two lanes
+(one store each) side by side; the hashing embedder keeps each run about a second long.
+ASSISTANT_TEST_KILLS sets how many kills (default 200).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from assistant.corpus import Paper, load_corpus
+from tests.conftest import ROOT, write_seed
+
+KILLS = int(os.environ.get("ASSISTANT_TEST_KILLS", "200"))
+LANES = 2
+
+
+class Forker:
+    def __init__(self, env: dict[str, str]):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.ingest_forker"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def corpora(folder: Path, papers: list[Paper]) -> list[tuple[list[str], set[str]]]:
+    """Small corpora that overlap, grow, shrink and change: (ingest paths, their paper ids)."""
+    changed = [p.abstract for p in papers[10:18]]
+    changed[3] = changed[3] + " We also release the code."
+    texts = [
+        [p.abstract for p in papers[0:10]],
+        [p.abstract for p in papers[5:16]],
+        changed,
+        [p.abstract for p in papers[0:4]] + changed[:3],
+    ]
+    out = []
+    for i, abstracts in enumerate(texts):
+        half = len(abstracts) // 2
+        a = write_seed(folder / f"c{i}a.txt", abstracts[:half])
+        b = write_seed(folder / f"c{i}b.txt", abstracts[half:])
+        ids = {p.paper_id for p in load_corpus([a, b]).papers}
+        assert len(ids) == len(abstracts)
+        out.append(([str(a), str(b)], ids))
+    return out
+
+
+def whole_for_readers(view: dict[str, Any]) -> None:
+    """Every ready paper is complete in every index (pending ones may be half written)."""
+    chunks, sentences = set(view["chunks"]), set(view["sentences"])
+    assert set(view["expected_chunks"]) <= chunks
+    for pid, n in view["expected_sentences"].items():
+        assert {f"{pid}:s{i}" for i in range(n)} <= sentences, pid
+    assert sorted(view["lexical"]) == sorted(view["ready"])
+
+
+def exactly(view: dict[str, Any], expected_ids: set[str]) -> None:
+    """After a finished ingest: the papers given, each index exactly, nothing else."""
+    assert view["unfinished"] == 0
+    assert set(view["ready"]) == expected_ids
+    assert sorted(view["chunks"]) == sorted(view["expected_chunks"])
+    want = {f"{pid}:s{i}" for pid, n in view["expected_sentences"].items() for i in range(n)}
+    assert sorted(view["sentences"]) == sorted(want)
+    assert sorted(view["lexical"]) == sorted(view["ready"])
+
+
+def lane(
+    forker: Forker,
+    store: Path,
+    sets: list[tuple[list[str], set[str]]],
+    kills: int,
+    seed: int,
+    states: Counter,
+) -> None:
+    """Kill ingests of random corpora into one store; after each finished one, check it."""
+    rng = random.Random(seed)
+    out = store.parent / f"{store.name}-view.json"
+
+    def view() -> dict[str, Any]:
+        assert forker.ask({"check": str(store), "out": str(out)})["code"] == 0
+        return json.loads(out.read_text())
+
+    # How long a whole ingest of a corpus into an empty store takes here: the kills fall in it.
+    paths, expected = sets[1]
+    calibrate = forker.ask({"args": ["ingest", *paths, "--store", str(store)], "delay": None})
+    longest = calibrate["seconds"]
+    exactly(view(), expected)
+    done, current = 0, 1
+    while done < kills:
+        current = rng.choice([i for i in range(len(sets)) if i != current])  # always work to do
+        paths, expected = sets[current]
+        args = ["ingest", *paths, "--prune", "--store", str(store)]
+        for _ in range(rng.randint(5, 12)):  # each run also recovers what the last one left
+            reply = forker.ask({"args": args, "delay": rng.uniform(0.05, 0.85 * longest)})
+            if not reply["killed"]:  # it finished first: the store is complete, check it
+                assert reply["code"] == 0, reply
+                break
+            done += 1
+            states["killed"] += 1
+            if rng.random() < 0.2:  # a reader's view between kills (at every kill: slower)
+                seen = view()
+                whole_for_readers(seen)
+                states[(len(seen["ready"]), seen["unfinished"])] += 1
+        finished = forker.ask({"args": args, "delay": None})
+        assert finished["code"] == 0, finished
+        exactly(view(), expected)
+
+
+def test_ingest_survives_sigkill_at_hundreds_of_points(tmp_path: Path, corpus_papers):
+    started = time.monotonic()
+    sets = corpora(tmp_path, corpus_papers)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update({"ASSISTANT_EMBEDDING__PROVIDER": "hashing"})
+    env["ASSISTANT_EMBEDDING__PAPERS_PER_WRITE"] = "3"  # many journalled batches per run
+    states: Counter = Counter()
+    errors: list[BaseException] = []
+    forkers = [Forker(env) for _ in range(LANES)]
+    share = [KILLS // LANES + (1 if i < KILLS % LANES else 0) for i in range(LANES)]
+
+    def go(i: int) -> None:
+        try:
+            lane(forkers[i], tmp_path / f"store{i}", sets, share[i], 11 + i, states)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(LANES)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for f in forkers:
+        f.close()
+    if errors:
+        raise errors[0]
+    killed = states.pop("killed")
+    assert killed >= KILLS
+    # The kills landed at many different points: partial ready sets, unfinished batches.
+    assert sum(n for (_, unfinished), n in states.items() if unfinished) >= KILLS // 30
+    assert len(states) >= min(10, KILLS // 20)
+    took = time.monotonic() - started
+    print(f"\n{killed} kills, {len(states)} distinct store states, {took:.0f} s")
