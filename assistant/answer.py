@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assistant.corpus import Paper
 from assistant.retrieval import Hit
+
+if TYPE_CHECKING:
+    from assistant.verify import SentenceCheck
 
 # The one phrase for "the abstracts do not answer this". Prompts and tests use this constant.
 CANNOT_ANSWER = "The abstracts I have do not answer this question."
@@ -68,6 +71,7 @@ class Answer:
     latency_ms: float = 0.0
     notice: str | None = None  # e.g. how to switch on an LLM; shown, not part of the answer
     search_query: str | None = None  # the standalone query searched, when it differs
+    checks: list[SentenceCheck] = field(default_factory=list)  # per-sentence support, if verified
 
     def paper_of(self, citation: Citation) -> Paper | None:
         """The cited paper with all its metadata (cited papers are among those retrieved)."""
@@ -90,6 +94,7 @@ class Answer:
                 for h in self.retrieved
             ],
             "warnings": list(self.warnings),
+            "checks": [c.to_json() for c in self.checks],
             "usage": self.usage.to_json(),
             "latency_ms": round(self.latency_ms, 1),
             "provider": self.provider,

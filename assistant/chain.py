@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assistant.answer import CANNOT_ANSWER, Answer, Usage
-from assistant.citations import check_citations
+from assistant.citations import CheckedText, check_citations
 from assistant.context import Context, build_context
 from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
@@ -27,6 +27,8 @@ from assistant.text import printable
 
 if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
+
+    from assistant.verify import Verifier
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
 OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
@@ -65,11 +67,13 @@ class AnswerChain:
         provider: Provider,
         settings: LLMSettings,
         count_tokens: Callable[[str], int],
+        verifier: Verifier | None = None,
     ):
         self.search = search
         self.provider = provider
         self.settings = settings
         self.count = count_tokens
+        self.verifier = verifier  # judges each sentence after generation, when given
 
     # -- steps ------------------------------------------------------------------------------
     def retrieve(self, request: Request) -> tuple[list[Hit], Context | None]:
@@ -109,6 +113,34 @@ class AnswerChain:
             estimated=True,
         )
 
+    def _attribute(
+        self, text: str, context: Context, checked: CheckedText
+    ) -> tuple[CheckedText, set[str]]:
+        """A model that wrote no markers: each sentence a source supports is cited to it by
+        the checker (and said so); what no source supports stays uncited. Also returns the
+        attributed sentences (without markers)."""
+        from assistant.verify import bare
+
+        assert self.verifier is not None
+        sources = {n: hit.text for n, hit in enumerate(context.sources, start=1)}
+        marked = text
+        attributed: set[str] = set()
+        for check in self.verifier.check(text, sources):
+            if check.attributed:
+                body = check.sentence.rstrip()
+                stop = body[-1] if body[-1:] in ".!?" else ""
+                cited = f"{body.rstrip('.!?')} [{check.sources[0]}]{stop}"
+                marked = marked.replace(check.sentence, cited, 1)
+                attributed.add(bare(check.sentence))
+        if not attributed:
+            return checked, attributed
+        again = check_citations(marked, context.sources)
+        again.warnings.append(
+            f"the model cited no source; the checker attributed {len(attributed)} sentence(s) "
+            "to the abstract that supports each"
+        )
+        return again, attributed
+
     def finish(
         self,
         request: Request,
@@ -133,6 +165,9 @@ class AnswerChain:
             answer.warnings.append("no retrieved abstract is close enough to the question")
         else:
             checked = check_citations(text, context.sources)
+            attributed: set[str] = set()
+            if not checked.citations and self.verifier and text.strip() and not is_refusal(text):
+                checked, attributed = self._attribute(text, context, checked)
             answer.warnings.extend(checked.warnings)
             answer.uncited_sentences = checked.uncited
             if checked.citations:
@@ -140,6 +175,9 @@ class AnswerChain:
                     checked.text, checked.citations
                 )
                 answer.refused = False
+                if self.verifier:
+                    cited = {c.n: c.text for c in answer.citations}
+                    answer.checks = self.verifier.check(answer.text, cited, attributed)
             elif not text.strip():
                 answer.warnings.append("the model returned an empty answer")
             elif not is_refusal(checked.text):

@@ -28,6 +28,7 @@ HELP = """Commands:
   /help               this list
   /sources            sources of the last answer
   /show N             full abstract of citation [N]
+  /explain            each sentence of the last answer: support score, closest cited sentence
   /k N                papers retrieved per question (now {k})
   /filter KEY=VALUE   only papers whose source_file, year or venue is VALUE; /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
@@ -108,6 +109,7 @@ class ChatSession:
             "/model": lambda a: self.switch(model=a),
             "/reset": lambda _: self.reset(),
             "/save": self.save,
+            "/explain": self.explain,
         }
         action = actions.get(name)
         if action is None:
@@ -138,6 +140,7 @@ class ChatSession:
             )
             answer, streamed = render.stream_answer(self.console, pieces, waiting=waiting)
         render.checked_text(self.console, answer, streamed)
+        render.support_lines(self.console, answer)
         line = render.sources_line(answer)
         if line:
             self.console.print(line)
@@ -146,6 +149,14 @@ class ChatSession:
         self.conversation.add(question, resolution.query, answer)
 
     # -- commands ---------------------------------------------------------------------------
+    def explain(self, arg: str = "") -> None:
+        """Each sentence of the last answer: its support score and the closest cited sentence."""
+        answer = self._last()
+        if answer is None or not answer.checks:
+            self.say("nothing checked yet: /explain follows an answer from a chat model")
+            return
+        render.support_lines(self.console, answer, explain=True)
+
     def _last(self) -> Answer | None:
         return self.conversation.turns[-1].answer if self.conversation.turns else None
 

@@ -285,6 +285,16 @@ def llm_overrides(provider: str | None, model: str | None, base_url: str | None)
 @filter_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of text.")
 @click.option("--no-stream", is_flag=True, help="Print the answer only when it is complete.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print each sentence's support score and the closest sentence of what it cites.",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=None,
+    help="Judge every sentence against its cited abstracts [default: with a chat model].",
+)
 @llm_options
 @store_options
 def ask(
@@ -293,6 +303,8 @@ def ask(
     filters: tuple[str, ...],
     as_json: bool,
     no_stream: bool,
+    explain: bool,
+    verify: bool | None,
     provider: str | None,
     model: str | None,
     base_url: str | None,
@@ -304,6 +316,8 @@ def ask(
     from assistant.terminal import Waiting, make_console
 
     overrides = llm_overrides(provider, model, base_url)
+    if verify is not None or explain:
+        overrides.setdefault("llm", {})["verify"] = "off" if verify is False else "on"
     with make_assistant(store, chroma_url, **overrides) as assistant:
         if as_json:
             result = assistant.ask(question, k=k, filters=parse_filters(filters))
@@ -317,14 +331,15 @@ def ask(
             answer, streamed = render.stream_answer(
                 console, pieces, show=not no_stream, waiting=waiting
             )
-        print_answer(console, answer, streamed)
+        print_answer(console, answer, streamed, explain)
 
 
-def print_answer(console: Console, answer: Answer, streamed: bool) -> None:
+def print_answer(console: Console, answer: Answer, streamed: bool, explain: bool = False) -> None:
     from assistant import render
 
     render.checked_text(console, answer, streamed)
     console.print()
+    render.support_lines(console, answer, explain)
     render.answer_footer(console, answer)
 
 

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
 from assistant.tokens import count_tokens
 from assistant.vectors import ChromaVectors
+
+if TYPE_CHECKING:
+    from assistant.verify import Verifier
 
 MAX_QUERY_CHARS = 20_000
 
@@ -72,6 +75,7 @@ class Assistant:
         self._sentences: ChromaVectors | None = None
         self._lexical: LexicalIndex | None = None
         self._provider: Provider | None = provider
+        self._verifier: Verifier | None = None
         self._may_create = False  # only ingest creates a store; reading a missing one is an error
         # Eval workers share one Assistant: lazy wiring and the lexical refresh happen once.
         self._wiring = threading.RLock()
@@ -292,7 +296,26 @@ class Assistant:
         return store.get_vectors if store is not None else None
 
     def chain(self) -> AnswerChain:
-        return AnswerChain(self._search_topic, self.provider, self.settings.llm, count_tokens)
+        return AnswerChain(
+            self._search_topic,
+            self.provider,
+            self.settings.llm,
+            count_tokens,
+            verifier=self.verifier(),
+        )
+
+    def verifier(self) -> Verifier | None:
+        """The sentence checker for the current provider (see ``ASSISTANT_LLM__VERIFY``)."""
+        mode = self.settings.llm.verify
+        if mode == "off" or (mode == "auto" and not self.provider.prompts_model):
+            return None
+        with self._wiring:
+            if self._verifier is None:
+                from assistant.eval.judges import OfflineJudge
+                from assistant.verify import Verifier
+
+                self._verifier = Verifier(OfflineJudge(self.embedder))
+            return self._verifier
 
     def _search_topic(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

@@ -145,13 +145,35 @@ def stream_answer(
 def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
     """After streaming: reprint the answer only when the checked text differs from what was
     streamed (a refusal, or markers removed); print it when nothing was streamed."""
-    changed = answer.refused or any(w.startswith("removed citation") for w in answer.warnings)
+    changed = answer.refused or any(
+        w.startswith("removed citation") or "the checker attributed" in w for w in answer.warnings
+    )
     if streamed:
         console.print()
         if not changed:
             return
         console.print(Text("checked answer:", style="bold"))
     console.print(highlight_citations(latex_to_text(answer.text)))
+
+
+def support_lines(console: Console, answer: Answer, explain: bool = False) -> None:
+    """The judge's mark for each sentence (✓ supported, ? weak, ✗ unsupported; + ? x where the
+    terminal is not UTF-8), then the sentences that are not supported, or, with ``explain``,
+    every sentence with its score and the closest sentence of what it cites."""
+    if not answer.checks:
+        return
+    unicode = (console.encoding or "").lower().replace("-", "") == "utf8"
+    marks = " ".join(c.mark(unicode) for c in answer.checks)
+    weak = [c for c in answer.checks if c.verdict != "supported"]
+    summary = f"{len(weak)} of {len(answer.checks)} not supported" if weak else "all supported"
+    console.print(Text(f"Checked: {marks} ({summary}; a judgement, not a proof)", style="dim"))
+    for check in answer.checks if explain else weak:
+        by = " (source chosen by the checker)" if check.attributed else ""
+        console.print(
+            Text(f"  {check.mark(unicode)} {check.score:.2f} {check.sentence}{by}", style="dim")
+        )
+        if explain and check.evidence:
+            console.print(Text(f"      closest: {latex_to_text(check.evidence)}", style="dim"))
 
 
 def answer_footer(console: Console, answer: Answer) -> None:

@@ -185,6 +185,12 @@ class LLMSettings(_Section):
         description="Refuse when no retrieved passage is at least this similar (cosine) to "
         "the question: the abstracts are about something else.",
     )
+    verify: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Judge each answer sentence against the abstracts it cites (offline judge): "
+        "auto = for chat models (extractive answers quote, so they are supported by "
+        "construction), on = always, off = never.",
+    )
     extractive_sentences: int = Field(
         5, ge=1, le=20, description="Sentences quoted by the extractive answerer."
     )

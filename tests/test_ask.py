@@ -218,12 +218,15 @@ def test_cli_ask_json_contract(shipped_store, server):
         "citations",
         "retrieved",
         "warnings",
+        "checks",
         "usage",
         "latency_ms",
         "provider",
         "model",
     }
     assert payload["provider"] == "openai" and payload["model"] == "llama3.1"
+    keys = {"sentence", "sources", "score", "verdict", "evidence", "attributed"}
+    assert payload["checks"] and all(set(c) == keys for c in payload["checks"])
     assert payload["citations"][0]["label"] == "KVFlow"
     metadata = {"title", "authors", "year", "venue", "url"}
     assert set(payload["citations"][0]) == {"n", "paper_id", "label", "source", "text"} | metadata

@@ -1,0 +1,90 @@
+"""Verified answers (#13): each sentence of a chat model's answer is judged against the abstracts
+it cites, on the loopback server, with the offline judge the eval harness uses. Before, every
+cited sentence was shown alike, and an answer without markers became a refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from assistant import Assistant, load_settings
+from assistant.cli import main
+from tests.openai_server import FakeOpenAI
+
+KVFLOW_Q = "What does KVFlow replace LRU eviction with?"
+TRUE = "KVFlow is a workflow-aware KV cache management framework tailored for agentic workloads"
+FABRICATED = "KVFlow was trained on ten thousand GPUs in Antarctica"
+NEGATED = "KVFlow does not achieve any speedup over SGLang"
+
+
+def _llm(store: Path, server: FakeOpenAI, embedder, **llm) -> Assistant:
+    settings = load_settings(
+        store={"path": store},
+        llm={"provider": "openai", "model": "gpt-4o-mini", "timeout": 5, **llm},
+        openai_base_url=server.base_url,
+    )
+    return Assistant(settings, embedder=embedder)
+
+
+def test_a_fabricated_cited_sentence_is_marked_unsupported(shipped_store, server, embedder):
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1]. {NEGATED} [1].")
+    with _llm(shipped_store, server, embedder) as assistant:
+        answer = assistant.ask(KVFLOW_Q)
+    verdicts = [c.verdict for c in answer.checks]
+    assert verdicts[0] == "supported" and verdicts[1] == "unsupported"
+    assert verdicts[2] != "supported"  # says the opposite of "up to 2.19x speedup"
+    assert answer.checks[0].evidence and "workflow-aware" in answer.checks[0].evidence
+    assert not answer.refused and "Antarctica" in answer.text  # marked, not removed
+    payload = answer.to_json()["checks"]
+    assert [c["verdict"] for c in payload] == verdicts and payload[1]["attributed"] is False
+
+
+def test_sentences_without_markers_are_attributed_by_the_checker(shipped_store, server, embedder):
+    """A small local model often drops the markers: before, a correct answer was reported as
+    'The abstracts I have do not answer this question.' with refused: true."""
+    server.enqueue(f"{TRUE}. {FABRICATED}.")
+    with _llm(shipped_store, server, embedder) as assistant:
+        answer = assistant.ask(KVFLOW_Q)
+    assert not answer.refused
+    assert [c.label for c in answer.citations] == ["KVFlow"]
+    first, second = answer.checks
+    assert first.attributed and first.verdict == "supported" and "[1]" in answer.text
+    assert not second.attributed and second.verdict == "unsupported"
+    assert any("the checker attributed 1 sentence" in w for w in answer.warnings)
+
+
+def test_the_extractive_default_is_not_rechecked(shipped):
+    """It quotes, so it is supported by construction; verification would only cost time."""
+    assert shipped.ask(KVFLOW_Q).checks == []
+
+
+def test_cli_marks_each_sentence_and_explains(shipped_store, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1].")
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["ask", KVFLOW_Q, "--store", str(shipped_store), "--model", "gpt-4o-mini"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Checked: ✓ ✗ (1 of 2 not supported; a judgement, not a proof)" in result.stdout
+    assert "✗ 0." in result.stdout and FABRICATED in result.stdout
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1].")
+    explained = runner.invoke(
+        main,
+        ["ask", KVFLOW_Q, "--explain", "--store", str(shipped_store), "--model", "gpt-4o-mini"],
+    )
+    assert "closest: " in explained.stdout and "workflow-aware" in explained.stdout
+    server.enqueue(f"{TRUE} [1].")
+    as_json = runner.invoke(
+        main, ["ask", KVFLOW_Q, "--json", "--store", str(shipped_store), "--model", "gpt-4o-mini"]
+    )
+    checks = json.loads(as_json.stdout)["checks"]
+    assert [c["verdict"] for c in checks] == ["supported"] and checks[0]["score"] > 0.5
+    server.enqueue(f"{TRUE} [1].")
+    off = runner.invoke(
+        main,
+        ["ask", KVFLOW_Q, "--no-verify", "--store", str(shipped_store), "--model", "gpt-4o-mini"],
+    )
+    assert "Checked:" not in off.stdout
