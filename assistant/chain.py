@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assistant.answer import CANNOT_ANSWER, Answer, Usage
-from assistant.citations import CheckedText, check_citations
+from assistant.citations import CheckedText, check_citations, cited_numbers
 from assistant.context import Context, build_context
 from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
     from assistant.verify import Verifier
+
+# Appended to the question when strict mode asks the model again.
+REVISE = (
+    "A check found that these sentences of your previous answer are not supported by the "
+    "sources they cite. Answer again: leave them out, or correct them so that the sources "
+    "state them, citing as before."
+)
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
 OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
@@ -235,7 +242,58 @@ class AnswerChain:
         hits, context = self.retrieve(request)
         if on_status and context is not None:
             on_status("answering")
-        yield from self._generate(request, hits, context, started)
+        if self.settings.strict and self.verifier and self.provider.prompts_model:
+            yield from self._strict(request, hits, context, started)
+        else:
+            yield from self._generate(request, hits, context, started)
+
+    def _strict(
+        self, request: Request, hits: list[Hit], context: Context | None, started: float
+    ) -> Iterator[str | Answer]:
+        """Strict mode: the unsupported sentences of the first answer are named to the model
+        once; what is still unsupported is dropped and said so. Shown only when complete."""
+        *_, answer = self._generate(request, hits, context, started)
+        assert isinstance(answer, Answer)
+        unsupported = [c.sentence for c in answer.checks if c.verdict == "unsupported"]
+        if unsupported and context is not None:
+            named = "\n".join(f"- {sentence}" for sentence in unsupported)
+            revised = replace(context, question=f"{context.question}\n\n{REVISE}\n{named}")
+            *_, answer = self._generate(request, hits, revised, started)
+            assert isinstance(answer, Answer)
+            answer.warnings.append(
+                f"strict: the model was asked once more, without {len(unsupported)} "
+                "unsupported sentence(s)"
+            )
+        answer = self._drop_unsupported(answer, hits)
+        yield answer.text
+        yield answer
+
+    def _drop_unsupported(self, answer: Answer, hits: list[Hit]) -> Answer:
+        gone = [c for c in answer.checks if c.verdict == "unsupported"]
+        if not gone or self.verifier is None:
+            return answer
+        text = answer.text
+        for check in gone:
+            text = text.replace(check.sentence, "", 1)
+        text = "\n".join(" ".join(line.split()) for line in text.splitlines())
+        text = "\n".join(line for line in text.splitlines() if line.strip(" -*•"))
+        kept = set(cited_numbers(text))
+        citations = [c for c in answer.citations if c.n in kept]
+        answer.warnings.append(
+            f"strict: removed {len(gone)} sentence(s) no cited abstract supports: "
+            + " | ".join(c.sentence for c in gone)[:300]
+        )
+        if not citations:
+            answer.text, answer.citations, answer.checks = (
+                CANNOT_ANSWER + nearest_papers(hits),
+                [],
+                [],
+            )
+            answer.refused = True
+            return answer
+        answer.text, answer.citations = in_order_of_citation(text, citations)
+        answer.checks = self.verifier.check(answer.text, {c.n: c.text for c in answer.citations})
+        return answer
 
     def invoke(self, request: Request) -> Answer:
         *_, answer = self.stream(request)

@@ -291,6 +291,12 @@ def llm_overrides(provider: str | None, model: str | None, base_url: str | None)
     help="Print each sentence's support score and the closest sentence of what it cites.",
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="With a chat model: ask once more without the unsupported sentences, then drop what "
+    "is still unsupported.",
+)
+@click.option(
     "--verify/--no-verify",
     default=None,
     help="Judge every sentence against its cited abstracts [default: with a chat model].",
@@ -304,6 +310,7 @@ def ask(
     as_json: bool,
     no_stream: bool,
     explain: bool,
+    strict: bool,
     verify: bool | None,
     provider: str | None,
     model: str | None,
@@ -316,8 +323,10 @@ def ask(
     from assistant.terminal import Waiting, make_console
 
     overrides = llm_overrides(provider, model, base_url)
-    if verify is not None or explain:
+    if verify is not None or explain or strict:
         overrides.setdefault("llm", {})["verify"] = "off" if verify is False else "on"
+    if strict:
+        overrides["llm"]["strict"] = True
     with make_assistant(store, chroma_url, **overrides) as assistant:
         if as_json:
             result = assistant.ask(question, k=k, filters=parse_filters(filters))

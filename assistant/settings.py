@@ -191,6 +191,11 @@ class LLMSettings(_Section):
         "auto = for chat models (extractive answers quote, so they are supported by "
         "construction), on = always, off = never.",
     )
+    strict: bool = Field(
+        False,
+        description="With a chat model: name the unsupported sentences to the model once, then "
+        "drop what is still unsupported (said in warnings). The answer is shown when complete.",
+    )
     extractive_sentences: int = Field(
         5, ge=1, le=20, description="Sentences quoted by the extractive answerer."
     )

@@ -88,3 +88,29 @@ def test_cli_marks_each_sentence_and_explains(shipped_store, server, monkeypatch
         ["ask", KVFLOW_Q, "--no-verify", "--store", str(shipped_store), "--model", "gpt-4o-mini"],
     )
     assert "Checked:" not in off.stdout
+
+
+def test_strict_mode_asks_once_more_then_drops_what_is_still_unsupported(
+    shipped_store, server, embedder
+):
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1].", f"{TRUE} [1]. {FABRICATED} [1].")
+    with _llm(shipped_store, server, embedder, strict=True) as assistant:
+        answer = assistant.ask(KVFLOW_Q)
+    retry = server.requests[-1]["messages"][-1]["content"]
+    assert len(server.requests) == 2 and FABRICATED in retry and "not supported" in retry
+    assert "Antarctica" not in answer.text and TRUE in answer.text and not answer.refused
+    assert [c.verdict for c in answer.checks] == ["supported"]
+    assert any(w.startswith("strict: removed 1 sentence(s)") for w in answer.warnings)
+
+
+def test_strict_mode_keeps_a_corrected_answer_and_never_asks_twice_for_a_good_one(
+    shipped_store, server, embedder
+):
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1].", f"{TRUE} [1].")
+    with _llm(shipped_store, server, embedder, strict=True) as assistant:
+        fixed = assistant.ask(KVFLOW_Q)
+        assert len(server.requests) == 2 and fixed.text.startswith(TRUE)
+        assert not any(w.startswith("strict: removed") for w in fixed.warnings)
+        server.enqueue(f"{TRUE} [1].")
+        assistant.ask(KVFLOW_Q)
+    assert len(server.requests) == 3  # a supported answer is not regenerated
