@@ -271,8 +271,20 @@ def llm_options(func: F) -> F:
     return func
 
 
-def llm_overrides(provider: str | None, model: str | None, base_url: str | None) -> dict[str, Any]:
-    llm = {k: v for k, v in {"provider": provider, "model": model}.items() if v}
+def llm_overrides(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    verify: bool | None = None,
+    strict: bool = False,
+    explain: bool = False,
+) -> dict[str, Any]:
+    """Settings the flags override; --strict and --explain switch verification on."""
+    llm: dict[str, Any] = {k: v for k, v in {"provider": provider, "model": model}.items() if v}
+    if verify is not None or strict or explain:
+        llm["verify"] = "off" if verify is False else "on"
+    if strict:
+        llm["strict"] = True
     overrides: dict[str, Any] = {"llm": llm} if llm else {}
     if base_url:
         overrides["openai_base_url"] = base_url
@@ -322,11 +334,7 @@ def ask(
     from assistant import render
     from assistant.terminal import Waiting, make_console
 
-    overrides = llm_overrides(provider, model, base_url)
-    if verify is not None or explain or strict:
-        overrides.setdefault("llm", {})["verify"] = "off" if verify is False else "on"
-    if strict:
-        overrides["llm"]["strict"] = True
+    overrides = llm_overrides(provider, model, base_url, verify, strict, explain)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         if as_json:
             result = assistant.ask(question, k=k, filters=parse_filters(filters))
@@ -403,6 +411,13 @@ def chat(
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
 @click.option(
+    "--verify/--no-verify",
+    default=None,
+    help="Judge each answer sentence at answer time [default: with a chat model]; run both and "
+    "--compare to see what verification changes.",
+)
+@click.option("--strict", is_flag=True, help="Answer in strict mode (see `assistant ask --help`).")
+@click.option(
     "--split",
     type=click.Choice(["tune", "heldout"]),
     default=None,
@@ -452,6 +467,8 @@ def eval_command(
     eval_set: Path | None,
     judge: str,
     limit: int | None,
+    verify: bool | None,
+    strict: bool,
     split: str | None,
     workers: int | None,
     out_dir: Path | None,
@@ -477,7 +494,7 @@ def eval_command(
     if compare_runs:
         runner.print_comparison(make_console(), *compare_runs, as_json=as_json)
         return
-    overrides = llm_overrides(provider, model, base_url)
+    overrides = llm_overrides(provider, model, base_url, verify, strict)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         ok = runner.run(
             assistant,

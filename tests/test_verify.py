@@ -5,13 +5,20 @@ cited sentence was shown alike, and an answer without markers became a refusal."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from assistant import Assistant, load_settings
 from assistant.cli import main
-from tests.openai_server import FakeOpenAI
+from assistant.eval.dataset import load_eval_set
+from assistant.eval.harness import aggregate, run_eval
+from assistant.eval.judges import OfflineJudge
+from assistant.resources import default_eval_set
+from assistant.text import split_sentences
+from tests.openai_server import FakeOpenAI, Reply
 
 KVFLOW_Q = "What does KVFlow replace LRU eviction with?"
 TRUE = "KVFlow is a workflow-aware KV cache management framework tailored for agentic workloads"
@@ -114,3 +121,31 @@ def test_strict_mode_keeps_a_corrected_answer_and_never_asks_twice_for_a_good_on
         server.enqueue(f"{TRUE} [1].")
         assistant.ask(KVFLOW_Q)
     assert len(server.requests) == 3  # a supported answer is not regenerated
+
+
+def _half_true(body: dict) -> Reply:
+    """The first sentence of source 1, cited, then a fabricated sentence, cited too."""
+    user = body["messages"][-1]["content"]
+    match = re.search(r'<source n="1"[^>]*>\n(.*?)\n</source>', user, re.S)
+    first = split_sentences(match.group(1))[0].rstrip(".") if match else "Nothing"
+    return Reply(text=f"{first} [1]. {FABRICATED} [1].")
+
+
+def test_eval_reports_faithfulness_with_and_without_verification(shipped_store, embedder, tmp_path):
+    items = [i for i in load_eval_set(default_eval_set()) if i.type == "factual"][:4]
+    judge = OfflineJudge(embedder)
+    totals = {}
+    for mode in ("off", "on"):
+        server = FakeOpenAI().start()
+        server.responder = _half_true
+        try:
+            with _llm(shipped_store, server, embedder, verify=mode) as assistant:
+                rows = run_eval(assistant, items, judge, tmp_path / mode, workers=2)
+        finally:
+            server.stop()
+        totals[mode] = aggregate(rows)
+    off, on = totals["off"], totals["on"]
+    assert off["marked_unsupported"] is None and off["faithfulness_unmarked"] is None
+    assert on["marked_unsupported"] == pytest.approx(0.5)  # the fabricated half, marked
+    assert on["faithfulness"] <= 0.6 < 0.9 <= on["faithfulness_unmarked"]
+    assert on["strict_removed"] == 0.0

@@ -41,6 +41,11 @@ PER_QUESTION = (  # scored on each answer, then averaged
     "citation_f1",
     "answer_relevance",
     "correctness",
+    # Verification at answer time (a chat model, ASSISTANT_LLM__VERIFY): the share of checked
+    # sentences marked unsupported, faithfulness of the rest, and answers strict mode cut.
+    "marked_unsupported",
+    "faithfulness_unmarked",
+    "strict_removed",
 )
 # Every aggregate metric, in the order of the report; higher is better except LOWER_IS_BETTER.
 METRICS = (
@@ -89,6 +94,7 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
         "cost_usd": answer.usage.cost_usd,
     }
     metrics: dict[str, float | None] = dict.fromkeys(PER_QUESTION)
+    metrics["strict_removed"] = float(sum(w.startswith("strict: removed") for w in answer.warnings))
     if item.answerable and gold:
         metrics.update(
             {
@@ -115,6 +121,14 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
             }
         )
         row["unsupported_claims"] = faith.unsupported
+        if answer.checks:  # verified at answer time: what the reader is told to trust
+            marked = [c for c in answer.checks if c.verdict == "unsupported"]
+            trusted = answer.text
+            for check in marked:
+                trusted = trusted.replace(check.sentence, "", 1)
+            shown = faithfulness(trusted, cited, [h.text for h in answer.retrieved], judge)
+            metrics["marked_unsupported"] = len(marked) / len(answer.checks)
+            metrics["faithfulness_unmarked"] = shown.score_cited
         if item.answerable:
             metrics["correctness"] = correctness(answer.text, item.reference)
     cited_gold = any(c.paper_id in gold for c in answer.citations)

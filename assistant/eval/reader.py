@@ -33,7 +33,15 @@ READER_METRICS = (
     "answer_sentences",
     "answer_tokens",
 )
-LOWER_IS_BETTER = frozenset({"false_refusal_rate", "answer_sentences", "answer_tokens"})
+LOWER_IS_BETTER = frozenset(
+    {
+        "false_refusal_rate",
+        "answer_sentences",
+        "answer_tokens",
+        "marked_unsupported",
+        "strict_removed",
+    }
+)
 
 
 def cited_papers(answer: Answer, gold: Sequence[str]) -> dict[str, float | None]:
