@@ -52,7 +52,7 @@ class Request:
 
 def nearest_papers(hits: list[Hit], n: int = 3) -> str:
     if not hits:
-        return " No abstracts are indexed that come close; try `assistant ingest`."
+        return " No paper matches the filters given (or none is indexed that comes close)."
     names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[:n])
     return f" Nearest abstracts found: {names}."
 
@@ -241,7 +241,7 @@ class AnswerChain:
             on_status("searching")
         hits, context = self.retrieve(request)
         if on_status and context is not None:
-            on_status("answering")
+            on_status("answering" if self.provider.prompts_model else "quoting")
         if self.settings.strict and self.verifier and self.provider.prompts_model:
             yield from self._strict(request, hits, context, started)
         else:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -168,7 +169,7 @@ class ChatSession:
         for c in answer.citations:
             paper = answer.paper_of(c)
             details = render.describe(paper) if paper else c.source
-            self.say(f"[{c.n}] {c.label} · {details} (id {c.paper_id})")
+            self.say(f"[{c.n}] {latex_to_text(c.label)} · {details} (id {c.paper_id})")
 
     def show(self, arg: str) -> None:
         answer = self._last()
@@ -181,7 +182,7 @@ class ChatSession:
             return
         c = citations[int(arg.strip("[]"))]
         paper = answer.paper_of(c) if answer else None
-        self.console.print(Text(f"[{c.n}] {c.label}", style="bold cyan"))
+        self.console.print(Text(f"[{c.n}] {latex_to_text(c.label)}", style="bold cyan"))
         self.say(f"{render.describe(paper) if paper else c.source} · id {c.paper_id}", "dim")
         self.say(latex_to_text(c.text))
 
@@ -198,7 +199,7 @@ class ChatSession:
             self.say("filters cleared")
             return
         if not arg:
-            self.say(f"filters: {self.filters or 'none'}")
+            self.say(f"filters: {_shown(self.filters)}")
             return
         key, sep, value = arg.partition("=")
         if not sep or not value.strip():
@@ -213,7 +214,7 @@ class ChatSession:
             self.say(str(exc), "yellow")
             return
         self.filters = candidate
-        self.say(f"filters: {self.filters}")
+        self.say(f"filters: {_shown(self.filters)}")
 
     def switch(self, provider: str | None = None, model: str | None = None) -> None:
         if provider is not None and provider not in {"auto", "extractive", "openai"}:
@@ -276,6 +277,11 @@ class ChatSession:
         if references:
             lines += ["## References", "", *references.values(), ""]
         return "\n".join(lines)
+
+
+def _shown(filters: dict[str, Any] | None) -> str:
+    """year=2024, venue=NeurIPS (or none)."""
+    return ", ".join(f"{k}={v}" for k, v in (filters or {}).items()) or "none"
 
 
 def line_reader(history_file: Path | None) -> Callable[[str], str]:

@@ -47,6 +47,17 @@ _PLURAL_REF = re.compile(
     r"(?:\s+(?:papers|ones|works|methods|abstracts))?",
     re.IGNORECASE,
 )
+
+
+def _names_something(question: str) -> bool:
+    """A name in the question: a capitalised word after the first, or a word with two
+    capitals anywhere (KVFlow, LeMiCa, THG)."""
+    words = re.findall(r"[A-Za-z][\w-]*", question)
+    return any(sum(c.isupper() for c in w) >= 2 for w in words) or any(
+        w[0].isupper() and w.lower() not in {"i"} for w in words[1:]
+    )
+
+
 _FOLLOW_UP = re.compile(
     r"^\s*(?:and|but|also|what about|how about|why|how|so|then|what else)\b", re.IGNORECASE
 )
@@ -116,7 +127,12 @@ class Conversation:
 
     @staticmethod
     def _is_follow_up(question: str) -> bool:
-        """Opens like a follow-up, or is too short to name a topic of its own."""
+        """Refers back ("it", "those"), or opens like a follow-up or is too short to name a
+        topic of its own, unless it names something itself ("What is KVFlow?")."""
+        if _SINGULAR_REF.search(question) or _PLURAL_REF.search(question):
+            return True
+        if _names_something(question):
+            return False
         return bool(_FOLLOW_UP.search(question)) or len(analyze([question])[0]) <= 4
 
     def resolve(
@@ -140,6 +156,8 @@ class Conversation:
         if papers:
             return " ".join(p.label for p in papers) + " " + stripped
         previous = self.turns[-1].search_query
+        if self.turns[-1].answer.refused:  # nothing was found: nothing to follow up on
+            return question
         if self._is_follow_up(question):
             new_terms = set(analyze([question])[0])
             words = previous.split()

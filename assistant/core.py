@@ -392,7 +392,9 @@ class Assistant:
             "model": self.provider.model,
             "chunker": self._chunker().name,
             "lexical": len(self.fresh_lexical().paper_ids),
-            "problems": self.health().problems(),
+            "problems": self.health().problems(
+                f"assistant ingest{_store_flags(self.store_dir, self.settings)}"
+            ),
         }
 
     def close(self) -> None:
@@ -419,6 +421,8 @@ def _store_flags(store_dir: Path, settings: Settings) -> str:
 
 def missing_store_message(store_dir: Path, settings: Settings) -> str:
     """Which folder was looked at, and the command that creates a store there."""
+    if store_dir.exists() and not store_dir.is_dir():
+        return f"{store_dir} is a file, not a store folder; give --store a folder"
     return (
         f"no store in {store_dir.resolve()} (no {CATALOG_FILE} there); "
         f"create it with `assistant ingest{_store_flags(store_dir, settings)}`"

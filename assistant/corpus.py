@@ -210,11 +210,22 @@ def _read_text(path: Path) -> str:
         ) from exc
 
 
+# A seed file's header that names a venue and year: "NeurIPS 2025 Papers", "ICML 2024".
+_VENUE_YEAR = re.compile(r"^\s*([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,3}?)\s+((?:19|20)\d{2})\b")
+
+
+def seed_header_metadata(header: str) -> dict[str, Any]:
+    """Venue and year that a seed file's header gives all its abstracts, when it gives them."""
+    match = _VENUE_YEAR.match(header)
+    return {"venue": match.group(1), "year": int(match.group(2))} if match else {}
+
+
 def _seed_records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     body = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)
     paragraphs = [p for p in _PARAGRAPH_BREAK.split(body[1] if len(body) > 1 else "") if p.strip()]
+    shared = seed_header_metadata(body[0])
     for position, paragraph in enumerate(paragraphs, start=1):
-        yield position, {"abstract": paragraph}
+        yield position, {"abstract": paragraph, **shared}
 
 
 def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:

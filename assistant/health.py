@@ -76,24 +76,24 @@ class Health:
     lexical_missing: int  # ready papers the lexical index lacks
     lexical_extra: int  # papers in the lexical index that are not ready
 
-    def problems(self) -> list[str]:
-        """One line per disagreement, each saying what fixes it; empty when consistent."""
+    def problems(self, ingest: str = "assistant ingest") -> list[str]:
+        """One line per disagreement, each saying what fixes it (``ingest``: the command, with
+        the flags that point it at this store); empty when consistent."""
         out: list[str] = []
         if self.gaps.missing:
             out.append(
                 f"{len(self.gaps.missing)} of {self.papers} papers have lost vectors; "
-                "`assistant ingest` re-embeds them"
+                f"`{ingest}` re-embeds them"
             )
         orphans = len(self.gaps.orphan_chunks) + len(self.gaps.orphan_sentences)
         if orphans:
             out.append(
-                f"{orphans} vectors belong to no paper in the catalog; "
-                "`assistant ingest` removes them"
+                f"{orphans} vectors belong to no paper in the catalog; `{ingest}` removes them"
             )
         if self.unfinished:
             out.append(
                 f"{self.unfinished} papers are unfinished (an ingest is running or was "
-                "interrupted); `assistant ingest` finishes them"
+                f"interrupted); `{ingest}` finishes them"
             )
         if self.lexical_missing or self.lexical_extra:
             out.append(

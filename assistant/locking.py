@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from assistant.errors import StoreBusyError
+from assistant.errors import StoreBusyError, StoreError
 
 LOCK_FILE = "writer.lock"
 
@@ -34,8 +34,18 @@ def writer_lock(
     store_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None
 ) -> Iterator[None]:
     """Hold the store's writer lock for the block; wait for it, or fail at once (wait=False)."""
-    store_dir.mkdir(parents=True, exist_ok=True)
-    handle = os.open(store_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        store_dir.mkdir(parents=True, exist_ok=True)
+        handle = os.open(store_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileExistsError:
+        raise StoreError(
+            f"{store_dir} is a file, not a store folder; give --store a folder"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store folder {store_dir}: {exc.strerror or exc}; "
+            "give --store a folder you can write to"
+        ) from None
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

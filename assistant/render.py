@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from assistant.answer import Answer, Usage
+from assistant.answer import CANNOT_ANSWER, Answer, Usage
 from assistant.corpus import Paper
 from assistant.ingest import IngestReport
 from assistant.latex import LatexStream, latex_to_text
@@ -24,7 +24,7 @@ def describe(paper: Paper) -> str:
     """What a reader needs to recognise and find a paper besides its label: the title (when the
     label is not already it), authors, year, venue, then the URL or file and position."""
     title = paper.title if paper.title and paper.title != paper.label else ""
-    return " · ".join(p for p in (title, paper.byline, paper.reference) if p)
+    return latex_to_text(" · ".join(p for p in (title, paper.byline, paper.reference) if p))
 
 
 def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
@@ -34,7 +34,8 @@ def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
     console.print(
         f"[bold green]Ingested[/] {report.files} file(s) into [cyan]{escape(store)}[/]: "
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.removed} removed ({report.chunks_written} chunks written"
+        f"{report.removed} removed ({report.chunks_written} "
+        f"{'chunk' if report.chunks_written == 1 else 'chunks'} written"
         + (f", {report.duplicates} duplicate(s) skipped" if report.duplicates else "")
         + (
             f", {report.recovered} unfinished from an interrupted run repaired"
@@ -55,7 +56,7 @@ def hits_table(console: Console, query: str, hits: list[Hit], width: int = 320) 
     for hit in hits:
         head = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
-            (hit.label, "bold"),
+            (latex_to_text(hit.label), "bold"),
         )  # no score: fused z-scores mean nothing to a reader (--json keeps them)
         console.print(head)
         console.print(Padding(Text(describe(hit.paper), style="dim"), (0, 0, 0, 4), expand=False))
@@ -68,7 +69,7 @@ def snippet(hit: Hit, width: int) -> str:
     """The matching passage as readable text, without the title the line above already shows
     (a paper's first chunk starts with it), cut at ``width`` characters."""
     chunk = latex_to_text(hit.chunk)
-    title = hit.paper.title or ""
+    title = latex_to_text(hit.paper.title or "")
     if title and chunk.startswith(title):
         chunk = chunk[len(title) :].lstrip(" .:\n")
     return chunk if len(chunk) <= width else chunk[: width - 1] + "…"
@@ -99,7 +100,7 @@ def sources_line(answer: Answer) -> Text:
     parts = []
     for c in answer.citations:
         paper = answer.paper_of(c)
-        parts.append(f"[{c.n}] {c.label} · {describe(paper) if paper else c.source}")
+        parts.append(f"[{c.n}] {latex_to_text(c.label)} · {describe(paper) if paper else c.source}")
     line = Text("Sources: ", style="bold")
     line.append(("\n" + " " * len("Sources: ")).join(parts))  # one source per line
     line.highlight_regex(_MARK, "bold cyan")
@@ -145,12 +146,22 @@ def stream_answer(
 def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
     """After streaming: reprint the answer only when the checked text differs from what was
     streamed (a refusal, or markers removed); print it when nothing was streamed."""
-    changed = answer.refused or any(
-        w.startswith("removed citation") or "the checker attributed" in w for w in answer.warnings
+    rewritten = any(
+        w.startswith("removed citation")
+        or "the checker attributed" in w
+        or "cited no source" in w
+        or w.startswith("strict:")
+        for w in answer.warnings
     )
     if streamed:
         console.print()
-        if not changed:
+        if answer.refused and not rewritten and answer.text.startswith(CANNOT_ANSWER):
+            # The refusal itself was streamed: add only the nearest papers, once.
+            rest = answer.text[len(CANNOT_ANSWER) :].strip()
+            if rest:
+                console.print(Text(latex_to_text(rest)))
+            return
+        if not (answer.refused or rewritten):
             return
         console.print(Text("checked answer:", style="bold"))
     console.print(highlight_citations(latex_to_text(answer.text)))
@@ -182,7 +193,7 @@ def answer_footer(console: Console, answer: Answer) -> None:
     if line:
         console.print(line)
     for warning in answer.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        console.print(Text(f"warning: {latex_to_text(warning)}", style="yellow"))
     if answer.notice and not answer.refused:
         console.print(Text(answer.notice, style="dim"))
     usage = answer.usage

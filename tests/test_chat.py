@@ -213,3 +213,26 @@ def test_saved_transcript_reads_as_the_terminal_showed_it(shipped, tmp_path: Pat
     assert any("\\textbf" in c.text for c in turn.answer.citations)  # the abstract has LaTeX
     saved = transcript.read_text()
     assert "Prior Guidance (PG)" in saved and "\\textbf" not in saved and "\\textit" not in saved
+
+
+def test_a_question_naming_a_paper_is_not_taken_as_a_follow_up(shipped):
+    """Before: "What is KVFlow?" after a video-generation question searched "What is KVFlow?
+    Which papers study video generation?" and cited AAPT only; after a refusal, the refused
+    question's words were carried into the next one."""
+    session, out = session_for(shipped)
+    run_chat(
+        session,
+        reader(
+            [
+                "Which papers study video generation?",
+                "What is KVFlow?",
+                "What is the capital of France?",
+                "What does LeMiCa do?",
+            ]
+        ),
+    )
+    _, kvflow, refused, lemica = session.conversation.turns
+    assert kvflow.search_query == "What is KVFlow?"
+    assert [c.label for c in kvflow.answer.citations] == ["KVFlow"]
+    assert refused.answer.refused and lemica.search_query == "What does LeMiCa do?"
+    assert [c.label for c in lemica.answer.citations] == ["LeMiCa"]

@@ -177,3 +177,26 @@ def test_prune_never_runs_on_input_that_failed_to_load(
     assert code == 1 and json.loads(out)["removed"] == 0 and json.loads(out)["prune_skipped"]
     assert "--prune skipped" in err
     assert json.loads(run("info", "--json", "--store", store)[1])["papers"] == 5
+
+
+def test_a_store_path_that_cannot_be_a_folder_is_one_line(tmp_path: Path, monkeypatch):
+    """Before: FileExistsError / FileNotFoundError tracebacks from the writer lock."""
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    data = tmp_path / "mine.jsonl"
+    data.write_text(json.dumps({"abstract": "Soil moisture from radar, four words."}) + "\n")
+    code, _, err = run("ingest", str(data), "--store", str(data))
+    assert (
+        code == 1
+        and err.strip() == f"error: {data} is a file, not a store folder; give --store a folder"
+    )
+    code, _, err = run("info", "--store", str(data))
+    assert code == 1 and "is a file, not a store folder" in err and "create it" not in err
+    code, _, err = run("ingest", str(data), "--store", "/proc/no-such-store")
+    assert code == 1 and err.startswith("error: cannot create the store folder /proc/no-such-store")
+
+
+def test_ask_with_a_filter_that_matches_nothing_says_so(shipped_store: Path):
+    code, out, _ = run("ask", "Which papers study KV-cache eviction?", "--filter", "year=1999",
+                       "--store", str(shipped_store))  # fmt: skip
+    assert code == 0 and "No paper matches the filters given" in out
+    assert "try `assistant ingest`" not in out

@@ -175,3 +175,19 @@ def test_the_size_limit_is_a_setting(tmp_path: Path, monkeypatch):
         (paper,) = assistant.catalog.iter_ready()
     assert report.ok and report.added == 1 and len(report.warnings) == 1
     assert len(paper.abstract) <= 300 and paper.abstract.endswith("word")
+
+
+def test_a_seed_header_with_venue_and_year_gives_them_to_its_abstracts(tmp_path):
+    """The shipped corpus's header is "NeurIPS 2025 Papers": before, every paper had year and
+    venue null, so --filter year=2025 found nothing."""
+    path = tmp_path / "icml.txt"
+    path.write_text(
+        "ICML 2024 accepted papers\n\nFirst abstract with enough words.\n\nSecond one.\n"
+    )
+    papers = load_corpus([path]).papers
+    assert [(p.venue, p.year) for p in papers] == [("ICML", 2024)] * 2
+    plain = tmp_path / "plain.txt"
+    plain.write_text("Test papers\n\nAn abstract without a venue.\n")
+    assert [(p.venue, p.year) for p in load_corpus([plain]).papers] == [(None, None)]
+    shipped = load_corpus([CORPUS]).papers
+    assert {(p.venue, p.year) for p in shipped} == {("NeurIPS", 2025)}

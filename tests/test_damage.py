@@ -98,7 +98,8 @@ def test_deleted_vectors_are_reported_then_re_embedded(store: Path, sources: Pat
     shutil.rmtree(store / "chroma")
     code, details, err = info(store)
     assert code == 1 and details["vectors"] == 0
-    assert "warning: 20 of 20 papers have lost vectors; `assistant ingest` re-embeds them" in err
+    remedy = f"`assistant ingest --store {store}` re-embeds them"  # the flags of this store
+    assert f"warning: 20 of 20 papers have lost vectors; {remedy}" in err
     code, out, err = run("ingest", str(sources), "--store", str(store))
     assert code == 0, err
     text = " ".join(out.split())

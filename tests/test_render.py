@@ -285,7 +285,7 @@ def test_status_line_counts_seconds_and_leaves_no_trace():
 def test_stream_reports_its_stages(shipped: Assistant):
     stages: list[str] = []
     *_, answer = shipped.stream(KVFLOW_Q, on_status=stages.append)
-    assert stages == ["searching", "answering"] and not answer.refused
+    assert stages == ["searching", "quoting"] and not answer.refused  # no model to wait for
     stages.clear()
     *_, refused = shipped.stream("How do I bake sourdough bread?", on_status=stages.append)
     assert stages == ["searching"] and refused.refused  # no model was asked
@@ -374,3 +374,23 @@ def test_terminal_ask_shows_a_status_then_a_wrapped_answer(shipped_store: Path):
     assert len(body) >= 6 and max(len(line) for line in body) <= 50
     assert " ".join(body).split() == SLOW_REPLY.split()
     assert re.search(r"≈\d+\+\d+ tokens", after)
+
+
+def test_a_streamed_refusal_is_printed_once(shipped_store: Path):
+    """Before: the refusal, then "checked answer:", then the refusal again with the nearest."""
+    code, out, _ = run("ask", "How do I bake sourdough bread?", "--store", str(shipped_store))
+    assert code == 0 and out.count("The abstracts I have do not answer") == 1
+    assert "checked answer:" not in out and "Nearest abstracts found" in out
+
+
+def test_latex_in_titles_is_shown_as_text(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    title = r"Surface Codes: $\mathcal{O}(d^2)$ Decoding"
+    row = {"title": title, "abstract": "We decode surface codes in quadratic time. " * 3}
+    (tmp_path / "q.jsonl").write_text(json.dumps(row) + "\n")
+    store = str(tmp_path / "store")
+    assert run("ingest", str(tmp_path / "q.jsonl"), "--store", store)[0] == 0
+    _, out, _ = run("search", "surface codes decoding", "--store", store)
+    assert "[1] Surface Codes: 𝒪(d^2) Decoding" in out and "\\mathcal" not in out
+    _, out, _ = run("ask", "How are surface codes decoded?", "--store", store)
+    assert "Sources: [1] Surface Codes: 𝒪(d^2) Decoding" in out

@@ -14,6 +14,7 @@ from assistant.eval.reader import LOWER_IS_BETTER
 from assistant.text import printable
 
 _BAR_W, _ROW_H = 360, 22
+COUNTS = frozenset({"answer_sentences", "answer_tokens"})  # means of counts, not shares
 
 
 def _fmt(value: Any) -> str:
@@ -22,6 +23,10 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+def _count(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
 
 
 def _md(value: Any) -> str:
@@ -66,7 +71,7 @@ def metric_label(name: str) -> str:
 
 
 def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [(metric_label(name), _fmt(aggregate.get(name))) for name in METRICS]
+    rows = [(metric_label(name), metric_value(name, aggregate.get(name))) for name in METRICS]
     p50, p95 = aggregate.get("latency_p50_ms"), aggregate.get("latency_p95_ms")
     rows += [
         ("latency p50 / p95", f"{milliseconds(p50)} / {milliseconds(p95)}"),
@@ -91,6 +96,8 @@ def metric_value(name: str, value: Any, signed: bool = False) -> str:
         text = milliseconds(abs(value))
     elif name == "cost_usd":
         text = dollars(abs(value))
+    elif name in COUNTS:
+        text = f"{abs(value):.1f}"
     else:
         text = f"{abs(value):.3f}"
     return ("-" if value < 0 else "+" if signed and value > 0 else "") + text
@@ -123,7 +130,7 @@ def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[st
             f"| {_md(r['id'])} | {_md(r['type'])} | {'yes' if r['refused'] else 'no'} | "
             f"{_fmt(m.get('faithfulness'))} | {_fmt(m.get('citation_f1'))} | "
             f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | "
-            f"{_fmt(m.get('cited_precision'))} | {_fmt(m.get('answer_sentences'))} | {cited} |"
+            f"{_fmt(m.get('cited_precision'))} | {_count(m.get('answer_sentences'))} | {cited} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -183,7 +190,7 @@ def html_report(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict
             f"<td>{_fmt(m.get('ndcg@10'))}</td><td>{esc(', '.join(r['cited']))}</td>"
             f"<td><details><summary>answer</summary>{esc(r['answer'])}</details></td></tr>"
         )
-    shares = [name for name in METRICS if name not in ("answer_sentences", "answer_tokens")]
+    shares = [name for name in METRICS if name not in COUNTS]
     bars = _bars([(metric_label(name), aggregate.get(name)) for name in shares])
     latency = _histogram([r["latency_ms"] for r in rows], "latency (ms)")
     tokens = _histogram(
