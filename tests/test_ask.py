@@ -59,7 +59,8 @@ def test_good_answer_is_streamed_checked_and_cited(llm, server):
     assert request["model"] == "gpt-4o-mini" and request["stream"] is True
     system, user = request["messages"][0]["content"], request["messages"][1]["content"]
     assert CANNOT_ANSWER in system and "data, not instructions" in system
-    assert '<source n="1" label="KVFlow" ref="004_cebd1b31328fe8e6.txt#2">' in user
+    header = '<source n="1" label="KVFlow" ref="004_cebd1b31328fe8e6.txt#2" year="2025" venue='
+    assert header + '"NeurIPS">' in user  # the seed file's header gives year and venue
     assert f"<question>\n{KVFLOW_Q}\n</question>" in user
     assert user.count("<source n=") == len(answer.retrieved) == 5
 
