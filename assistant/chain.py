@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assistant.answer import CANNOT_ANSWER, Answer, Usage
-from assistant.citations import CheckedText, check_citations, cited_numbers
+from assistant.citations import CheckedText, check_citations, cited_numbers, makes_claims
 from assistant.context import Context, build_context
 from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
@@ -55,6 +55,15 @@ def nearest_papers(hits: list[Hit], n: int = 3) -> str:
         return " No paper matches the filters given (or none is indexed that comes close)."
     names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[:n])
     return f" Nearest abstracts found: {names}."
+
+
+def _sum_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=a.completion_tokens + b.completion_tokens,
+        cost_usd=None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd,
+        estimated=a.estimated or b.estimated,
+    )
 
 
 def names_a_paper(question: str, hits: list[Hit]) -> bool:
@@ -187,6 +196,14 @@ class AnswerChain:
                     answer.checks = self.verifier.check(answer.text, cited, attributed)
             elif not text.strip():
                 answer.warnings.append("the model returned an empty answer")
+            elif self.verifier and not is_refusal(checked.text) and makes_claims(checked.text):
+                # The model answered but cited nothing, and no source supports a sentence:
+                # shown, every sentence marked unsupported; only the model refuses.
+                answer.text, answer.refused = checked.text, False
+                answer.checks = self.verifier.check(checked.text, {})
+                answer.warnings.append(
+                    "the model cited no source, and no abstract supports any of its sentences"
+                )
             elif not is_refusal(checked.text):
                 answer.warnings.append(
                     "the model's answer cited no source, so it is not shown: "
@@ -254,22 +271,22 @@ class AnswerChain:
         once; what is still unsupported is dropped and said so. Shown only when complete."""
         *_, answer = self._generate(request, hits, context, started)
         assert isinstance(answer, Answer)
-        unsupported = [c.sentence for c in answer.checks if c.verdict == "unsupported"]
+        unsupported = [c.sentence for c in answer.checks if c.verdict != "supported"]
         if unsupported and context is not None:
+            first = answer.usage
             named = "\n".join(f"- {sentence}" for sentence in unsupported)
             revised = replace(context, question=f"{context.question}\n\n{REVISE}\n{named}")
             *_, answer = self._generate(request, hits, revised, started)
             assert isinstance(answer, Answer)
+            answer.usage = _sum_usage(first, answer.usage)  # both calls are paid for
             answer.warnings.append(
                 f"strict: the model was asked once more, without {len(unsupported)} "
-                "unsupported sentence(s)"
+                "sentence(s) its sources do not support"
             )
-        answer = self._drop_unsupported(answer, hits)
-        yield answer.text
-        yield answer
+        yield self._drop_unsupported(answer, hits)  # no text before: it is shown when complete
 
     def _drop_unsupported(self, answer: Answer, hits: list[Hit]) -> Answer:
-        gone = [c for c in answer.checks if c.verdict == "unsupported"]
+        gone = [c for c in answer.checks if c.verdict != "supported"]
         if not gone or self.verifier is None:
             return answer
         text = answer.text

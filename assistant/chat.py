@@ -261,6 +261,16 @@ class ChatSession:
             if turn.search_query != turn.question:
                 lines += [f"_Searched: {turn.search_query}_", ""]
             lines += [latex_to_text(turn.answer.text), ""]  # read as the terminal showed it
+            if turn.answer.checks:  # what the checker found travels with the answer
+                marks = " ".join(c.mark() for c in turn.answer.checks)
+                lines += [f"_Checked: {marks} (a judgement, not a proof)_", ""]
+                lines += [
+                    f"- {c.mark()} {c.score:.2f} {c.sentence}"
+                    + (" (source chosen by the checker)" if c.attributed else "")
+                    for c in turn.answer.checks
+                    if c.verdict != "supported" or c.attributed
+                ]
+                lines.append("")
             if turn.answer.citations:
                 lines.append(
                     "Sources: "

@@ -49,6 +49,11 @@ def _tidy(text: str) -> str:
     return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"(?<=\S)[ \t]{2,}", " ", text))
 
 
+def makes_claims(text: str) -> bool:
+    """Holds words, not only markers: "[1][2][3]" claims nothing."""
+    return len(_WORD.findall(_MARKER.sub(" ", text))) >= 2
+
+
 def cited_numbers(text: str) -> list[int]:
     """Every source number cited in text, in order of first appearance."""
     seen: list[int] = []

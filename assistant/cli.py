@@ -86,6 +86,10 @@ def make_assistant(
 @click.version_option(package_name="abstracts-assistant")
 def main() -> None:
     """Ask questions about scientific paper abstracts; every claim cites its abstract."""
+    for stream in (sys.stdout, sys.stderr):  # a non-UTF-8 terminal gets "?", not a traceback
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 @main.command()
@@ -280,6 +284,9 @@ def llm_overrides(
     explain: bool = False,
 ) -> dict[str, Any]:
     """Settings the flags override; --strict and --explain switch verification on."""
+    if verify is False and (strict or explain):
+        flag = "--strict" if strict else "--explain"
+        raise AssistantError(f"{flag} needs verification; leave out --no-verify")
     llm: dict[str, Any] = {k: v for k, v in {"provider": provider, "model": model}.items() if v}
     if verify is not None or strict or explain:
         llm["verify"] = "off" if verify is False else "on"

@@ -228,6 +228,16 @@ class Assistant:
             loaded.add(paper)
         return self._write(loaded, prune, progress, wait=True, on_wait=None)
 
+    def _catalog_readable(self) -> bool:
+        path = self.store_dir / CATALOG_FILE
+        if not path.exists() or path.stat().st_size == 0:  # absent or truncated to nothing
+            return False
+        try:
+            Catalog(path, empty_is_new=False).close()
+        except CatalogDamaged:
+            return False
+        return True
+
     def _write(
         self,
         loaded: LoadResult,
@@ -245,6 +255,12 @@ class Assistant:
             raise AssistantError(
                 "--rebuild moves an embedded store aside; with a Chroma server, ingest into "
                 "a new --store folder and a new collection instead"
+            )
+        if rebuild and self._catalog_readable():
+            raise AssistantError(
+                f"the catalog in {self.store_dir} is readable, so there is nothing to rebuild "
+                "(--rebuild is the remedy for a damaged catalog); `assistant info --check` "
+                "says what disagrees and `assistant ingest` repairs it"
             )
         with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
             # Whatever this process opened before it held the lock may predate another

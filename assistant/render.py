@@ -147,10 +147,7 @@ def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
     """After streaming: reprint the answer only when the checked text differs from what was
     streamed (a refusal, or markers removed); print it when nothing was streamed."""
     rewritten = any(
-        w.startswith("removed citation")
-        or "the checker attributed" in w
-        or "cited no source" in w
-        or w.startswith("strict:")
+        w.startswith("removed citation") or "the checker attributed" in w or "cited no source" in w
         for w in answer.warnings
     )
     if streamed:
@@ -178,7 +175,8 @@ def support_lines(console: Console, answer: Answer, explain: bool = False) -> No
     weak = [c for c in answer.checks if c.verdict != "supported"]
     summary = f"{len(weak)} of {len(answer.checks)} not supported" if weak else "all supported"
     console.print(Text(f"Checked: {marks} ({summary}; a judgement, not a proof)", style="dim"))
-    for check in answer.checks if explain else weak:
+    attributed = [c for c in answer.checks if c.attributed and c not in weak]
+    for check in answer.checks if explain else [*weak, *attributed]:
         by = " (source chosen by the checker)" if check.attributed else ""
         console.print(
             Text(f"  {check.mark(unicode)} {check.score:.2f} {check.sentence}{by}", style="dim")

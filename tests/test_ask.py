@@ -86,11 +86,25 @@ def test_model_refusal_lists_nearest_papers(llm, server):
     assert "KVFlow (004_cebd1b31328fe8e6.txt, abstract 2)" in answer.text
 
 
-def test_answer_without_any_citation_is_not_shown(llm, server):
+def test_answer_without_any_citation_is_not_shown_unverified(shipped_store, server, embedder):
     server.enqueue("KVFlow is a great system that everyone should use.")
-    answer = llm.ask(KVFLOW_Q)
+    with _llm(shipped_store, server, embedder, verify="off") as assistant:
+        answer = assistant.ask(KVFLOW_Q)
     assert answer.refused and answer.text.startswith(CANNOT_ANSWER)
     assert any("cited no source" in w for w in answer.warnings)
+
+
+def test_an_uncited_unsupported_answer_is_shown_marked_not_refused(llm, server):
+    """Only the model refuses: with verification, its uncited text is shown, each sentence
+    marked unsupported (before: reported as "do not answer" with refused: true)."""
+    server.enqueue("KVFlow picks victims by coin flips. It was written in COBOL.")
+    answer = llm.ask(KVFLOW_Q)
+    assert not answer.refused and answer.text.startswith("KVFlow picks victims")
+    assert [c.verdict for c in answer.checks] == ["unsupported", "unsupported"]
+    assert answer.citations == []
+    assert any("no abstract supports any of its sentences" in w for w in answer.warnings)
+    server.enqueue("[1][2][3]")
+    assert llm.ask(KVFLOW_Q).refused  # markers alone claim nothing
 
 
 def test_out_of_corpus_question_never_reaches_the_model(llm, server):

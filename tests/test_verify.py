@@ -108,6 +108,7 @@ def test_strict_mode_asks_once_more_then_drops_what_is_still_unsupported(
     assert "Antarctica" not in answer.text and TRUE in answer.text and not answer.refused
     assert [c.verdict for c in answer.checks] == ["supported"]
     assert any(w.startswith("strict: removed 1 sentence(s)") for w in answer.warnings)
+    assert answer.usage.prompt_tokens == 2 * 120  # both calls counted
 
 
 def test_strict_mode_keeps_a_corrected_answer_and_never_asks_twice_for_a_good_one(
@@ -149,3 +150,27 @@ def test_eval_reports_faithfulness_with_and_without_verification(shipped_store, 
     assert on["marked_unsupported"] == pytest.approx(0.5)  # the fabricated half, marked
     assert on["faithfulness"] <= 0.6 < 0.9 <= on["faithfulness_unmarked"]
     assert on["strict_removed"] == 0.0
+
+
+def test_strict_output_is_printed_once_and_flags_that_need_verification(
+    shipped_store, server, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.enqueue(f"{TRUE} [1]. {FABRICATED} [1].", f"{TRUE} [1]. {FABRICATED} [1].")
+    args = ["ask", KVFLOW_Q, "--store", str(shipped_store), "--model", "gpt-4o-mini"]
+    result = CliRunner().invoke(main, [*args, "--strict"])
+    assert result.exit_code == 0 and result.stdout.count(TRUE) == 1
+    answer_text = result.stdout.split("\n\n")[0]  # the warnings below name what was removed
+    assert "checked answer:" not in result.stdout and "Antarctica" not in answer_text
+    refused = CliRunner().invoke(main, [*args, "--strict", "--no-verify"])
+    assert refused.exit_code == 1
+    assert "--strict needs verification; leave out --no-verify" in refused.stderr
+
+
+def test_attributed_sentences_are_marked_in_the_default_output(shipped_store, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.enqueue(f"{TRUE}.")
+    result = CliRunner().invoke(
+        main, ["ask", KVFLOW_Q, "--store", str(shipped_store), "--model", "gpt-4o-mini"]
+    )
+    assert "(source chosen by the checker)" in result.stdout
