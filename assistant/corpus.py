@@ -147,7 +147,8 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
         raise ValueError("empty 'abstract'")
     title = normalize_text(str(record.get("title") or "")) or None
     raw_id = record.get("id")
-    paper_id = str(raw_id).strip() if raw_id not in (None, "") else content_key(abstract)
+    given_id = str(raw_id).strip() if raw_id is not None else ""
+    paper_id = given_id or content_key(abstract)  # a blank id ("\r") is no id
     authors = record.get("authors") or ()
     if isinstance(authors, str):
         authors = [a.strip() for a in re.split(r";|, (?=[A-Z])| and ", authors) if a.strip()]

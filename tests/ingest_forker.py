@@ -30,11 +30,11 @@ from assistant.embeddings import HashingEmbedder
 from assistant.tokens import DEFAULT_ENCODING, encoding
 
 
-def _child(work: Any) -> None:
+def _child(work: Any, stderr: str = os.devnull) -> None:
     """In the forked child: do the work, then leave without running the parent's cleanup."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
     code = 0
     try:
         work()
@@ -47,9 +47,10 @@ def _child(work: Any) -> None:
 
 def run(args: list[str], delay: float | None) -> dict[str, Any]:
     started = time.monotonic()
+    errors = f"/tmp/ingest-forker-{os.getpid()}.err"
     pid = os.fork()
     if pid == 0:
-        _child(lambda: main(args, prog_name="assistant"))
+        _child(lambda: main(args, prog_name="assistant"), errors)
     killed, reaped, status = False, 0, 0
     if delay is not None:
         time.sleep(delay)
@@ -60,7 +61,8 @@ def run(args: list[str], delay: float | None) -> dict[str, Any]:
     if reaped == 0:
         _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    return {"killed": killed, "code": code, "seconds": time.monotonic() - started}
+    said = Path(errors).read_text(errors="replace")[-600:] if code not in (0, -9) else ""
+    return {"killed": killed, "code": code, "seconds": time.monotonic() - started, "stderr": said}
 
 
 def _view(store: Path, out: Path) -> None:
