@@ -52,6 +52,17 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
+def load_and_check(path: Path) -> None:
+    """Load one generated file; a file-level problem (empty, undecodable) is one reported
+    error, anything else must load into well-formed papers."""
+    warnings: list[str] = []
+    try:
+        papers, problems = load_file(path, LIMIT, warnings)
+    except InputFileError:
+        return
+    check_loaded(papers, problems, warnings)
+
+
 def check_loaded(papers: list[Paper], problems: list[InputFileError], warnings: list[str]) -> None:
     for paper in papers:
         assert paper.abstract.strip() and paper.paper_id and paper.label
@@ -78,12 +89,7 @@ def test_jsonl_loader_never_crashes(scratch: Path, records: list[Any]):
     path = scratch / "fuzz.jsonl"
     lines = [json.dumps(r) if not isinstance(r, str) else r.replace("\n", " ") for r in records]
     path.write_text("\n".join(lines), encoding="utf-8", errors="surrogatepass")
-    warnings: list[str] = []
-    try:
-        papers, problems = load_file(path, LIMIT, warnings)
-    except InputFileError:
-        return  # a file-level problem (empty, undecodable), reported in one line
-    check_loaded(papers, problems, warnings)
+    load_and_check(path)
 
 
 @cases(1500)
@@ -98,12 +104,7 @@ def test_csv_loader_never_crashes(scratch: Path, header: list[str], rows: list[l
     writer.writerows(rows)
     path = scratch / "fuzz.csv"
     path.write_text(buffer.getvalue(), encoding="utf-8", errors="surrogatepass")
-    warnings: list[str] = []
-    try:
-        papers, problems = load_file(path, LIMIT, warnings)
-    except InputFileError:
-        return
-    check_loaded(papers, problems, warnings)
+    load_and_check(path)
 
 
 @cases(1500)
@@ -111,12 +112,7 @@ def test_csv_loader_never_crashes(scratch: Path, header: list[str], rows: list[l
 def test_seed_loader_never_crashes(scratch: Path, body: str):
     path = scratch / "fuzz.txt"
     path.write_text("Header line\n\n" + body, encoding="utf-8", errors="surrogatepass")
-    warnings: list[str] = []
-    try:
-        papers, problems = load_file(path, LIMIT, warnings)
-    except InputFileError:
-        return
-    check_loaded(papers, problems, warnings)
+    load_and_check(path)
 
 
 CHUNKER = Chunker(chunk_tokens=40, overlap_tokens=10)
