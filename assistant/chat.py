@@ -63,10 +63,8 @@ class ChatSession:
 
     # -- output -----------------------------------------------------------------------------
     def header(self) -> str:
-        info = self.assistant.catalog.counts()
-        title = (
-            self.assistant.catalog.get_meta("title") or f"Abstracts in {self.assistant.store_dir}"
-        )
+        info = self.assistant.store.counts()
+        title = self.assistant.store.get_meta("title") or f"Abstracts in {self.assistant.store_dir}"
         return f"{title} · {info['papers']} papers · {self.provider_line()}"
 
     def provider_line(self) -> str:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from assistant.answer import Answer
-from assistant.catalog import CATALOG_FILE, Catalog, CatalogDamaged
 from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, load_corpus
@@ -28,9 +27,7 @@ from assistant.errors import (
     StoreEmptyError,
     StoreMissingError,
 )
-from assistant.health import Health, examine, move_aside
 from assistant.ingest import Ingestor, IngestReport, Progress
-from assistant.lexical import LexicalIndex
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.llm.focus import is_survey
@@ -38,10 +35,13 @@ from assistant.locking import writer_lock
 from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
+from assistant.store.base import Filter, Store
+from assistant.store.catalog import CATALOG_FILE, Catalog, CatalogDamaged
+from assistant.store.health import Health, move_aside
 from assistant.tokens import count_tokens
-from assistant.vectors import ChromaVectors
 
 if TYPE_CHECKING:
+    from assistant.store.chroma import ChromaVectors
     from assistant.verify import Verifier
 
 MAX_QUERY_CHARS = 20_000
@@ -62,7 +62,10 @@ class Assistant:
         store: str | Path | None = None,
         embedder: Embedder | None = None,
         provider: Provider | None = None,
+        backend: Store | None = None,
     ):
+        """``backend``: a store to use instead of the one in ``store`` (the folder), e.g. a
+        ``MemoryStore``; it is not closed by ``close``, and no writer lock guards it."""
         self.settings = settings or load_settings()
         if store is not None:
             self.settings = self.settings.model_copy(
@@ -70,10 +73,8 @@ class Assistant:
             )
         self.store_dir = Path(self.settings.store.path)
         self.embedder = embedder or make_embedder(self.settings)
-        self._catalog: Catalog | None = None
-        self._vectors: ChromaVectors | None = None
-        self._sentences: ChromaVectors | None = None
-        self._lexical: LexicalIndex | None = None
+        self._backend = backend
+        self._store: Store | None = backend
         self._provider: Provider | None = provider
         self._verifier: Verifier | None = None
         self._may_create = False  # only ingest creates a store; reading a missing one is an error
@@ -82,42 +83,36 @@ class Assistant:
 
     # -- wiring (lazy, so `assistant --help` never opens a database) ------------------------
     @property
-    def catalog(self) -> Catalog:
+    def store(self) -> Store:
         with self._wiring:
-            if self._catalog is None:
-                path = self.store_dir / CATALOG_FILE
-                if not self._may_create and not path.exists():
-                    raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
-                # With vectors or an index beside it, an empty catalog was truncated, not new.
-                derived = any((self.store_dir / name).exists() for name in ("chroma", "bm25"))
-                try:
-                    self._catalog = Catalog(path, empty_is_new=not derived)
-                except CatalogDamaged as exc:
-                    raise StoreDamagedError(
-                        damaged_store_message(self.store_dir, self.settings, exc)
-                    ) from exc
-            return self._catalog
+            if self._store is None:
+                self._store = self._open_local()
+            return self._store
 
-    @property
-    def vectors(self) -> ChromaVectors:
-        with self._wiring:
-            if self._vectors is None:
-                self._vectors = self._open_collection(self.settings.store.collection)
-            return self._vectors
+    def _open_local(self) -> Store:
+        from assistant.store.local import LocalStore
 
-    @property
-    def sentence_vectors(self) -> ChromaVectors | None:
-        """Sentence-level vectors, when ``retrieval.sentence_vectors`` is on."""
-        if not self.settings.retrieval.sentence_vectors:
-            return None
-        with self._wiring:
-            if self._sentences is None:
-                name = f"{self.settings.store.collection}-sentences"
-                self._sentences = self._open_collection(name)
-            return self._sentences
+        path = self.store_dir / CATALOG_FILE
+        if not self._may_create and not path.exists():
+            raise StoreMissingError(missing_store_message(self.store_dir, self.settings))
+        # With vectors or an index beside it, an empty catalog was truncated, not new.
+        derived = any((self.store_dir / name).exists() for name in ("chroma", "bm25"))
+        try:
+            catalog = Catalog(path, empty_is_new=not derived)
+        except CatalogDamaged as exc:
+            raise StoreDamagedError(
+                damaged_store_message(self.store_dir, self.settings, exc)
+            ) from exc
+        return LocalStore(
+            catalog,
+            self._open_collection,
+            self.settings.store.collection,
+            keeps_sentences=self.settings.retrieval.sentence_vectors,
+        )
 
     def _open_collection(self, name: str) -> ChromaVectors:
-        self.catalog  # noqa: B018 -- a missing store is reported before Chroma creates one
+        from assistant.store.chroma import ChromaVectors
+
         with self._disk_full_said("opening"):
             return ChromaVectors.open(
                 path=self.store_dir / "chroma",
@@ -142,14 +137,6 @@ class Assistant:
                 "command again (what was written before is kept)"
             ) from exc
 
-    @property
-    def lexical(self) -> LexicalIndex:
-        with self._wiring:
-            if self._lexical is None:
-                self._lexical = LexicalIndex(self.store_dir / "bm25")
-                self._lexical.load()
-            return self._lexical
-
     def _chunker(self) -> Chunker:
         cfg = self.settings.chunking
         return Chunker(cfg.size_for(self.settings.embedding.provider), cfg.overlap_tokens)
@@ -157,42 +144,20 @@ class Assistant:
     def _ingestor(self) -> Ingestor:
         self._may_create = True
         return Ingestor(
-            self.catalog,
-            self.vectors,
-            self.lexical,
+            self.store,
             self.embedder,
             self._chunker(),
             batch_papers=self.settings.embedding.papers_per_write,
-            sentences=self.sentence_vectors,
         )
 
     def require_papers(self) -> None:
         """Raise StoreEmptyError, saying how to fill it, when the store has nothing to search."""
-        if not self.catalog.has_ready():
+        if not self.store.has_ready():
             raise StoreEmptyError(empty_store_message(self.store_dir, self.settings))
-
-    def fresh_lexical(self) -> LexicalIndex:
-        """The lexical index, rebuilt first when it is stale, missing or unreadable."""
-        with self._wiring:  # one thread brings a stale lexical index up to date
-            lexical = self.lexical
-            if lexical.generation != self.catalog.generation and not (
-                lexical.load() and lexical.generation == self.catalog.generation
-            ):
-                with self._disk_full_said("writing"):
-                    self._ingestor().refresh_lexical()
-            return lexical
 
     def retriever(self) -> HybridRetriever:
         self.require_papers()
-        lexical = self.fresh_lexical()
-        return HybridRetriever(
-            self.embedder,
-            self.vectors,
-            lexical,
-            self.catalog,
-            self.settings.retrieval,
-            sentences=self.sentence_vectors,
-        )
+        return HybridRetriever(self.embedder, self.store, self.settings.retrieval)
 
     # -- API --------------------------------------------------------------------------------
     def ingest(
@@ -247,6 +212,9 @@ class Assistant:
         on_wait: Callable[[str], None] | None,
         rebuild: bool = False,
     ) -> IngestReport:
+        if self._backend is not None:
+            self._may_create = True
+            return self._ingestor().run(loaded, prune=prune, progress=progress)
         if not loaded.papers and not (self.store_dir / CATALOG_FILE).exists():
             # Nothing to write and no store yet: creating an empty one would only make the next
             # read command look at a store that seems valid and answers nothing.
@@ -305,11 +273,12 @@ class Assistant:
 
     def _rarity(self, terms: list[str]) -> tuple[dict[str, int], int]:
         """Document frequencies of terms in this store's papers (from the lexical index)."""
-        return self.lexical.document_frequencies(terms)
+        return self.store.term_counts(terms)
 
     def _sentence_lookup(self) -> Callable[[list[str]], dict[str, np.ndarray]] | None:
-        store = self.sentence_vectors
-        return store.get_vectors if store is not None else None
+        if not self.settings.retrieval.sentence_vectors:
+            return None
+        return lambda ids: self.store.sentence_vectors(ids)
 
     def chain(self) -> AnswerChain:
         return AnswerChain(
@@ -377,7 +346,7 @@ class Assistant:
         if (
             year is not None
             and "year" not in (filters or {})
-            and self.catalog.ids_matching({"year": year})
+            and self.store.matching(Filter(year=year))
         ):
             filters = {**(filters or {}), "year": year}
             pinned = pinned or is_listing(asked)
@@ -388,11 +357,11 @@ class Assistant:
     def health(self) -> Health:
         """Papers, vectors and lexical entries compared (the lexical index is derived: a stale
         or unreadable one is rebuilt first, as a search would)."""
-        lexical = self.fresh_lexical()
-        return examine(self.catalog, self.vectors, self.sentence_vectors, lexical.paper_ids)
+        return self.store.health()
 
     def info(self) -> dict[str, Any]:
-        counts = self.catalog.counts()
+        counts = self.store.counts()
+        sizes = self.store.sizes()
         return {
             "store": str(self.store_dir.resolve()),
             "default_store": str(default_store()),  # where commands look without --store
@@ -401,24 +370,22 @@ class Assistant:
             "papers": counts["papers"],
             "chunks": counts["chunks"],
             "unfinished": counts["unfinished"],
-            "vectors": self.vectors.count(),
-            "sentence_vectors": self.sentence_vectors.count() if self.sentence_vectors else 0,
+            "vectors": sizes["vectors"],
+            "sentence_vectors": sizes["sentence_vectors"],
             "embedder": self.embedder.name,
             "provider": self.provider.name,
             "model": self.provider.model,
             "chunker": self._chunker().name,
-            "lexical": len(self.fresh_lexical().paper_ids),
+            "lexical": sizes["lexical"],
             "problems": self.health().problems(
                 f"assistant ingest{_store_flags(self.store_dir, self.settings)}"
             ),
         }
 
     def close(self) -> None:
-        if self._catalog is not None:
-            self._catalog.close()
-            self._catalog = None
-        self._vectors = self._sentences = None
-        self._lexical = None
+        if self._store is not None and self._store is not self._backend:
+            self._store.close()
+            self._store = None
 
     def __enter__(self) -> Assistant:
         return self

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: dense chunks + dense sentences (Chroma) + BM25 papers, fused.
+"""Hybrid retrieval: dense heads, chunks and sentences + BM25 papers, fused.
 
 Dense results are chunks and sentences; they are grouped to papers (a paper ranks by its best
 chunk, and by its best sentence) before fusion, so each paper appears once, carrying the chunk
@@ -15,16 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from assistant.catalog import Catalog
 from assistant.corpus import Paper
 from assistant.embeddings import Embedder
 from assistant.labels import coined_name
-from assistant.lexical import LexicalIndex, analyze
+from assistant.lexical import analyze
 from assistant.settings import RetrievalSettings
-from assistant.vectors import ChromaVectors, ChunkMatch
+from assistant.store.base import Filter, Match, Store
 
 FILTER_KEYS = ("source_file", "year", "venue", "paper_id")
-FilterValue = str | int | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -93,32 +91,23 @@ def fuse(
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def check_filters(filters: Mapping[str, Any] | None) -> dict[str, FilterValue]:
-    """Validated filters; ``paper_id`` may be one id or a list of ids."""
-    clean: dict[str, FilterValue] = {}
+def check_filters(filters: Mapping[str, Any] | None) -> Filter:
+    """The store's filter for ``{key: value}``; ``paper_id`` may be one id or a list of ids."""
+    clean: dict[str, Any] = {}
     for key, value in (filters or {}).items():
         if key not in FILTER_KEYS:
             raise ValueError(f"unknown filter {key!r}; filter on one of {', '.join(FILTER_KEYS)}")
         if key == "year":
             try:
-                clean[key] = int(value)
+                clean["year"] = int(value)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"filter year={value!r} is not a year") from exc
-        elif key == "paper_id" and isinstance(value, list | tuple | set):
-            clean[key] = tuple(str(v) for v in value)
+        elif key == "paper_id":
+            many = isinstance(value, list | tuple | set | frozenset)
+            clean["paper_ids"] = frozenset(str(v) for v in (value if many else [value]))
         else:
             clean[key] = str(value)
-    return clean
-
-
-def _chroma_where(filters: dict[str, FilterValue]) -> dict[str, Any] | None:
-    clauses = [
-        {key: {"$in": list(value)} if isinstance(value, tuple) else value}
-        for key, value in filters.items()
-    ]
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    return Filter(**clean)
 
 
 def zscore_fuse(
@@ -150,53 +139,40 @@ class Candidates:
     lexical: list[tuple[str, float]]  # (paper_id, BM25 score)
 
 
-def _best_per_paper(matches: Sequence[ChunkMatch], n: int) -> list[tuple[str, str, float]]:
+def _best_per_paper(matches: Sequence[Match], n: int) -> list[tuple[str, str, float]]:
     seen: dict[str, tuple[str, str, float]] = {}
     for m in matches:
         if m.paper_id not in seen:
-            seen[m.paper_id] = (m.paper_id, m.chunk_id, m.similarity)
+            seen[m.paper_id] = (m.paper_id, m.item_id, m.similarity)
     return list(seen.values())[:n]
 
 
+def _heads(matches: Sequence[Match], n: int) -> list[tuple[str, str, float]]:
+    """Papers whose first chunk (``paper:0``: title and opening, how the whole abstract reads)
+    is among the matches, by its similarity."""
+    return _best_per_paper([m for m in matches if m.item_id.endswith(":0")], n)
+
+
 class HybridRetriever:
-    def __init__(
-        self,
-        embedder: Embedder,
-        vectors: ChromaVectors,
-        lexical: LexicalIndex,
-        catalog: Catalog,
-        settings: RetrievalSettings,
-        sentences: ChromaVectors | None = None,
-    ):
+    def __init__(self, embedder: Embedder, store: Store, settings: RetrievalSettings):
         self.embedder = embedder
-        self.vectors = vectors
-        self.sentences = sentences
-        self.lexical = lexical
-        self.catalog = catalog
+        self.store = store
         self.settings = settings
 
-    def candidates(self, query: str, n: int, filters: dict[str, FilterValue]) -> Candidates:
+    def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
-        where = _chroma_where(filters)
         dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
         vector = self.embedder.embed_query(query) if dense else None
-
-        def nearest(
-            store: ChromaVectors | None, weight: float, count: int, where: dict[str, Any] | None
-        ) -> list[tuple[str, str, float]]:
-            if vector is None or not weight or store is None:
-                return []
-            return _best_per_paper(store.query(vector, count, where), n)
-
-        # A paper's first chunk is its title and opening: how the whole abstract reads.
-        heads = nearest(self.vectors, cfg.head_weight, n, _chroma_where({**filters, "chunk": 0}))
         # Papers have a few chunks and many sentences: ask for enough to cover n papers.
-        chunks = nearest(self.vectors, cfg.chunk_weight, n * 3, where)
-        sentences = nearest(self.sentences, cfg.sentence_weight, n * 6, where)
-        lexical: list[tuple[str, float]] = []
-        if cfg.lexical_weight:
-            allowed = self.catalog.ids_matching(filters) if filters else None
-            lexical = self.lexical.search(query, n, allowed)
+        chunk_matches: list[Match] = []
+        if vector is not None and (cfg.head_weight or cfg.chunk_weight):
+            chunk_matches = self.store.nearest("chunks", vector, n * 3, where)
+        heads = _heads(chunk_matches, n) if cfg.head_weight else []
+        chunks = _best_per_paper(chunk_matches, n) if cfg.chunk_weight else []
+        sentences: list[tuple[str, str, float]] = []
+        if vector is not None and cfg.sentence_weight and self.store.keeps_sentences:
+            sentences = _best_per_paper(self.store.nearest("sentences", vector, n * 6, where), n)
+        lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
         return Candidates(heads, chunks, sentences, lexical)
 
     def fuse(self, found: Candidates) -> list[tuple[str, float]]:
@@ -213,15 +189,14 @@ class HybridRetriever:
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
     ) -> list[Hit]:
         k = k or self.settings.k
-        clean = check_filters(filters)
-        found = self.candidates(query, max(self.settings.candidates, k), clean)
+        found = self.candidates(query, max(self.settings.candidates, k), check_filters(filters))
         fused = self.fuse(found)
         # Only ready papers: a paper half-written by an interrupted ingest is not shown.
         top_ids = [pid for pid, _ in fused[: k * 2]]
-        papers = self.catalog.papers(top_ids)
+        papers = self.store.papers(top_ids)
         best_chunk = {pid: chunk_id for pid, chunk_id, _ in found.chunks}
         similarity = {pid: sim for pid, _, sim in found.chunks}
-        chunk_text = self.catalog.chunk_texts([best_chunk[p] for p in top_ids if p in best_chunk])
+        chunk_text = self.store.chunk_texts([best_chunk[p] for p in top_ids if p in best_chunk])
         dense_rank = {c[0]: i for i, c in enumerate(found.chunks, start=1)}
         lexical_rank = {p: i for i, (p, _) in enumerate(found.lexical, start=1)}
         hits: list[Hit] = []
@@ -247,7 +222,7 @@ class HybridRetriever:
         return hits
 
     def _best_chunk_lexically(self, paper_id: str, query: str) -> str:
-        chunks = self.catalog.chunks_of(paper_id)
+        chunks = self.store.chunks_of(paper_id)
         if len(chunks) <= 1:
             return chunks[0] if chunks else ""
         terms = set(analyze([query])[0])

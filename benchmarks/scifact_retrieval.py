@@ -29,6 +29,7 @@ from assistant.corpus import Paper, make_paper
 from assistant.eval.retrieval import ndcg_at_k, recall_at_k
 from assistant.retrieval import Candidates, HybridRetriever
 from assistant.settings import RetrievalSettings
+from assistant.store import Filter
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "scifact"
@@ -68,7 +69,7 @@ def build_store(assistant: Assistant, data: Path) -> float:
 
 def candidates(assistant: Assistant, queries: dict[str, str], n: int) -> dict[str, Candidates]:
     retriever = assistant.retriever()
-    return {qid: retriever.candidates(text, n, {}) for qid, text in queries.items()}
+    return {qid: retriever.candidates(text, n, Filter()) for qid, text in queries.items()}
 
 
 def score(runs: Runs, qrels: dict[str, dict[str, float]]) -> tuple[float, float]:
@@ -79,7 +80,7 @@ def score(runs: Runs, qrels: dict[str, dict[str, float]]) -> tuple[float, float]
 
 def fused(found: dict[str, Candidates], settings: RetrievalSettings) -> Runs:
     """Fusion only needs the candidate lists, so settings can be varied without re-querying."""
-    retriever = HybridRetriever(None, None, None, None, settings)  # type: ignore[arg-type]
+    retriever = HybridRetriever(None, None, settings)  # type: ignore[arg-type]
     return {q: [pid for pid, _ in retriever.fuse(c)] for q, c in found.items()}
 
 
@@ -139,7 +140,7 @@ def main() -> int:
     settings = load_settings(store={"path": args.store})
     assistant = Assistant(settings)
     rate = None
-    if assistant.catalog.counts()["papers"] == 0:
+    if assistant.store.catalog.counts()["papers"] == 0:
         rate = build_store(assistant, args.data)
 
     queries = {

@@ -68,15 +68,17 @@ def run(args: list[str], delay: float | None) -> dict[str, Any]:
 def _view(store: Path, out: Path) -> None:
     settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
     with Assistant(settings, embedder=HashingEmbedder()) as a:
-        ready = list(a.catalog.iter_ready())
-        sentences = a.sentence_vectors
+        ready = list(a.store.catalog.iter_ready())
+        sentences = a.store.sentences
         view = {
             "ready": [p.paper_id for p in ready],
-            "unfinished": a.catalog.counts()["unfinished"],
-            "chunks": a.vectors.ids(),
+            "unfinished": a.store.catalog.counts()["unfinished"],
+            "chunks": a.store.chunks.ids(),
             "sentences": sentences.ids() if sentences is not None else [],
-            "lexical": a.fresh_lexical().paper_ids,  # a reader brings a stale index up to date
-            "expected_chunks": sorted(c for i in a.catalog.ready_chunk_ids().values() for c in i),
+            "lexical": a.store.lexical_index.paper_ids,  # a reader brings a stale index up to date
+            "expected_chunks": sorted(
+                c for i in a.store.catalog.ready_chunk_ids().values() for c in i
+            ),
             "expected_sentences": {p.paper_id: len(sentences_of(p)) for p in ready},
         }
     out.write_text(json.dumps(view))

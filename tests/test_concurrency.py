@@ -41,14 +41,14 @@ def assert_consistent(store: Path, papers: list[Paper]) -> None:
     """Catalog, chunk vectors, sentence vectors and the lexical index hold exactly `papers`."""
     settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
     with Assistant(settings, embedder=HashingEmbedder()) as a:
-        counts = a.catalog.counts()
+        counts = a.store.catalog.counts()
         assert counts["unfinished"] == 0
-        assert {p.paper_id for p in a.catalog.iter_ready()} == {p.paper_id for p in papers}
-        assert a.vectors.count() == counts["chunks"]
-        assert a.sentence_vectors is not None
-        assert a.sentence_vectors.count() == sum(len(sentences_of(p)) for p in papers)
+        assert {p.paper_id for p in a.store.catalog.iter_ready()} == {p.paper_id for p in papers}
+        assert a.store.chunks.count() == counts["chunks"]
+        assert a.store.sentences is not None
+        assert a.store.sentences.count() == sum(len(sentences_of(p)) for p in papers)
         a.retriever()  # brings the lexical index up to date if it is stale
-        assert sorted(a.lexical._ids) == sorted(p.paper_id for p in papers)
+        assert sorted(a.store.lexical_index._ids) == sorted(p.paper_id for p in papers)
 
 
 @pytest.fixture()

@@ -172,7 +172,7 @@ def test_the_size_limit_is_a_setting(tmp_path: Path, monkeypatch):
     (tmp_path / "a.jsonl").write_text(json.dumps({"abstract": long}) + "\n")
     with Assistant(store=tmp_path / "store") as assistant:
         report = assistant.ingest([tmp_path / "a.jsonl"])
-        (paper,) = assistant.catalog.iter_ready()
+        (paper,) = assistant.store.catalog.iter_ready()
     assert report.ok and report.added == 1 and len(report.warnings) == 1
     assert len(paper.abstract) <= 300 and paper.abstract.endswith("word")
 

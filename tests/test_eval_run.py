@@ -236,10 +236,10 @@ def test_threaded_eval_on_a_stale_index(tmp_path: Path, corpus_papers, embedder,
     gold = {p for i in items for p in i.gold_papers}
     with Assistant(settings, embedder=embedder) as assistant:
         assistant.ingest_papers([p for p in corpus_papers if p.paper_id in gold])
-        assistant.catalog.bump_generation()  # as if another process had changed the store
-        assert assistant.lexical.generation != assistant.catalog.generation
+        assistant.store.catalog.bump_generation()  # as if another process had changed the store
+        assert assistant.store._lexical.generation != assistant.store.catalog.generation
         rows = run_eval(assistant, items, OfflineJudge(embedder), tmp_path / "run", workers=4)
-        assert assistant.lexical.generation == assistant.catalog.generation
+        assert assistant.store._lexical.generation == assistant.store.catalog.generation
     assert [r["id"] for r in rows] == [i.id for i in items]
     assert all(not r["refused"] and r["cited"] for r in rows)  # a worker's failure raises
     assert aggregate(rows)["faithfulness"] >= 0.8

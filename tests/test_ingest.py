@@ -8,16 +8,17 @@ import pytest
 from assistant import Assistant, load_settings
 from assistant.embeddings import Embedder
 from assistant.errors import EmbedderMismatchError
+from assistant.store.chroma import ChromaVectors
 from tests.conftest import rewrite_records, write_seed
 
 
 def _consistent(a: Assistant) -> None:
     """Catalog and vectors agree exactly: every ready chunk has one vector, and no extras."""
-    counts = a.catalog.counts()
-    ids = a.vectors.ids()
+    counts = a.store.catalog.counts()
+    ids = a.store.chunks.ids()
     assert len(ids) == len(set(ids)) == counts["chunks"]
     assert counts["unfinished"] == 0
-    assert {i.split(":")[0] for i in ids} == {p.paper_id for p in a.catalog.iter_ready()}
+    assert {i.split(":")[0] for i in ids} == {p.paper_id for p in a.store.catalog.iter_ready()}
 
 
 def test_reingest_is_idempotent(fresh: Assistant, small_dir: Path):
@@ -43,22 +44,21 @@ def test_changed_paper_is_rewritten_without_stale_chunks(
     assert (report.added, report.updated, report.unchanged, report.removed) == (1, 0, 3, 2)
     _consistent(fresh)
     assert fresh.search("sparse attention brand new", k=1)[0].source == "a.txt#1"
-    assert fresh.catalog.papers([corpus_papers[2].paper_id])[corpus_papers[2].paper_id].source == (
-        "a.txt#2"
-    )
+    second = corpus_papers[2].paper_id
+    assert fresh.store.papers([second])[second].source == "a.txt#2"
 
 
 def test_relabelling_never_re_embeds(fresh: Assistant, small_dir: Path):
     """Labels are derived from title and abstract, so they are not in the fingerprint: a store
     written with older labels is relabelled in place (older fingerprints: test_positions.py)."""
     fresh.ingest([small_dir])
-    papers = list(fresh.catalog.iter_ready())
+    papers = list(fresh.store.catalog.iter_ready())
     rewrite_records(
         fresh.store_dir, [(p.paper_id, p.fingerprint, "Stale label") for p in papers[:3]]
     )
     report = fresh.ingest([small_dir])
     assert (report.unchanged, report.updated, report.chunks_written) == (5, 0, 0)
-    assert [p.label for p in fresh.catalog.iter_ready()] == [p.label for p in papers]
+    assert [p.label for p in fresh.store.catalog.iter_ready()] == [p.label for p in papers]
     _consistent(fresh)
 
 
@@ -79,27 +79,27 @@ def test_bad_input_does_not_stop_the_batch(fresh: Assistant, small_dir: Path, tm
     _consistent(fresh)
 
 
-class _Crashing(Embedder):
-    """The real embedder, but the process 'dies' on the n-th call."""
-
-    def __init__(self, inner: Embedder, die_on_call: int):
-        self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        self.calls, self.die_on_call = 0, die_on_call
-
-    def embed(self, texts):
-        self.calls += 1
-        if self.calls == self.die_on_call:
-            raise KeyboardInterrupt
-        return self.inner.embed(texts)
-
-
-def test_interrupted_ingest_is_completed_by_the_next_run(tmp_path: Path, small_dir: Path, embedder):
+def test_interrupted_ingest_is_completed_by_the_next_run(
+    tmp_path: Path, small_dir: Path, embedder, monkeypatch: pytest.MonkeyPatch
+):
     settings = load_settings(store={"path": tmp_path / "s"}, embedding={"papers_per_write": 2})
-    # Each batch embeds twice (chunks, then sentences): call 3 is the second batch's chunks.
-    with Assistant(settings, embedder=_Crashing(embedder, die_on_call=3)) as crashing:
+    # Each batch upserts twice (chunks, then sentences): the process 'dies' in the second
+    # batch's sentences, its chunk vectors written and its catalog rows pending.
+    calls = []
+    upsert = ChromaVectors.upsert
+
+    def dying_upsert(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return upsert(self, *args, **kwargs)
+
+    with Assistant(settings, embedder=embedder) as crashing:
+        monkeypatch.setattr(ChromaVectors, "upsert", dying_upsert)
         with pytest.raises(KeyboardInterrupt):
             crashing.ingest([small_dir])
-        counts = crashing.catalog.counts()
+        monkeypatch.undo()
+        counts = crashing.store.catalog.counts()
         assert counts["papers"] == 2 and counts["unfinished"] == 2  # batch 2 half-written
         # Search never shows half-written papers.
         assert len(crashing.search("learning", k=10)) == 2
@@ -127,9 +127,9 @@ def test_store_refuses_a_different_embedder(fresh: Assistant, small_dir: Path, t
 def test_bm25_index_is_rebuilt_when_stale(fresh: Assistant, small_dir: Path):
     fresh.ingest([small_dir])
     # Another process bumps the catalog (as after a crash before the BM25 rebuild).
-    fresh.catalog.bump_generation()
+    fresh.store.catalog.bump_generation()
     hits = fresh.search("learning", k=3)
-    assert hits and fresh.lexical.generation == fresh.catalog.generation
+    assert hits and fresh.store._lexical.generation == fresh.store.catalog.generation
 
 
 def test_sigkill_mid_ingest_is_repaired_by_the_next_run(tmp_path: Path, corpus_papers, embedder):

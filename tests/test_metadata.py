@@ -51,7 +51,7 @@ def run(*args: str) -> str:
 
 
 def test_titles_are_labels_and_metadata_round_trips_through_the_catalog(meta):
-    papers = {p.paper_id: p for p in meta.catalog.iter_ready()}
+    papers = {p.paper_id: p for p in meta.store.catalog.iter_ready()}
     soil = papers["soil-2024"]
     assert soil.label == SOIL and soil.title == SOIL
     assert soil.authors == ("Ana Gómez", "Bo Chen", "Carla Díaz")

@@ -15,6 +15,7 @@ import pytest
 from assistant import Assistant, Paper, load_settings
 from assistant.chunking import sentences_of
 from assistant.embeddings import Embedder, HashingEmbedder
+from assistant.retrieval import check_filters
 from assistant.text import fingerprint
 from tests.conftest import rewrite_records, write_seed
 
@@ -53,18 +54,18 @@ def five(corpus_papers: list[Paper]) -> list[str]:
 
 def _texts_of(a: Assistant, abstract: str) -> list[str]:
     """Everything embedded for one paper: its chunks, then its title and sentences."""
-    paper = next(p for p in a.catalog.iter_ready() if p.abstract == abstract)
-    return [*a.catalog.chunks_of(paper.paper_id), *sentences_of(paper)]
+    paper = next(p for p in a.store.catalog.iter_ready() if p.abstract == abstract)
+    return [*a.store.catalog.chunks_of(paper.paper_id), *sentences_of(paper)]
 
 
 def _sources(a: Assistant) -> dict[str, str]:
     """abstract -> source, from the catalog."""
-    return {p.abstract: p.source for p in a.catalog.iter_ready()}
+    return {p.abstract: p.source for p in a.store.catalog.iter_ready()}
 
 
 def _dense_ids(a: Assistant, query: str, **filters: str | int) -> set[str]:
     """Papers the dense side finds under a filter: Chroma's own metadata, not the catalog's."""
-    found = a.retriever().candidates(query, 10, dict(filters))
+    found = a.retriever().candidates(query, 10, check_filters(filters))
     return {pid for pid, _, _ in found.chunks} | {pid for pid, _, _ in found.sentences}
 
 
@@ -88,7 +89,7 @@ def test_moving_lines_embeds_nothing_and_moves_the_metadata(store, counting, tmp
         write_seed(tmp_path / "b.txt", five[3:]),
     )
     store.ingest([first, second])
-    moved = next(p for p in store.catalog.iter_ready() if p.abstract == five[0])
+    moved = next(p for p in store.store.catalog.iter_ready() if p.abstract == five[0])
     counting.texts.clear()
 
     write_seed(first, [five[2], five[1]])  # reversed, and the first one moved to b.txt
@@ -132,7 +133,7 @@ def test_an_edited_abstract_is_the_only_one_embedded(store, counting, tmp_path, 
 
     assert (report.added, report.updated, report.unchanged) == (0, 1, 4)
     assert counting.texts == _texts_of(store, edited)
-    assert store.catalog.papers(["p3"])["p3"].venue == "ICLR"
+    assert store.store.catalog.papers(["p3"])["p3"].venue == "ICLR"
     assert "p3" in _dense_ids(store, five[3], year=2025, venue="ICLR")
     assert "p3" not in _dense_ids(store, five[3], year=2024)
 
@@ -143,7 +144,7 @@ def test_removed_metadata_is_removed_from_the_vectors(store, tmp_path, five):
     store.ingest([_jsonl(tmp_path / "p.jsonl", [{"id": "p0", "abstract": five[0]}])])
     assert _dense_ids(store, five[0], venue="ICLR") == set()
     assert _dense_ids(store, five[0], year=2024) == set()
-    assert store.catalog.papers(["p0"])["p0"].year is None
+    assert store.store.catalog.papers(["p0"])["p0"].year is None
 
 
 def _positional_fingerprint(p: Paper) -> str:
@@ -161,7 +162,7 @@ def _labelled_fingerprint(p: Paper, label: str) -> str:
 def test_a_store_with_older_fingerprints_is_not_re_embedded(store, counting, tmp_path, five):
     seed = write_seed(tmp_path / "a.txt", five)
     store.ingest([seed])
-    papers = list(store.catalog.iter_ready())
+    papers = list(store.store.catalog.iter_ready())
     rewrite_records(
         store.store_dir,
         [(papers[0].paper_id, _labelled_fingerprint(papers[0], "Old label…"), "Old label…")]
@@ -174,6 +175,6 @@ def test_a_store_with_older_fingerprints_is_not_re_embedded(store, counting, tmp
 
     assert (report.added, report.updated, report.unchanged) == (1, 0, 5)
     assert counting.texts == _texts_of(store, NEW)
-    states = store.catalog.states()
+    states = store.store.catalog.states()
     assert all(states[p.paper_id][0] == p.fingerprint for p in papers)  # upgraded in place
-    assert [p.label for p in store.catalog.iter_ready()][:5] == [p.label for p in papers]
+    assert [p.label for p in store.store.catalog.iter_ready()][:5] == [p.label for p in papers]

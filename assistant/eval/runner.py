@@ -41,6 +41,7 @@ def run(
 ) -> bool:
     """Run (or resume) an eval; print the summary; False when a --fail-under threshold fails."""
     thresholds = parse_thresholds(fail_under)
+    assistant.require_papers()  # a missing or empty store is said before a run folder is made
     path = eval_set or default_eval_set()
     items = [i for i in load_eval_set(path) if split in (None, i.split)][:limit]
     judge = make_judge(judge_name, assistant.settings, assistant.embedder)

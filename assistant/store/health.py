@@ -13,10 +13,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from assistant.catalog import CATALOG_FILE, Catalog
 from assistant.chunking import sentences_of
-from assistant.vectors import ChromaVectors
+from assistant.store.catalog import CATALOG_FILE, Catalog
+
+if TYPE_CHECKING:
+    from assistant.store.chroma import ChromaVectors
 
 # What a store folder holds besides the writer lock, which stays where it is.
 STORE_PARTS = (CATALOG_FILE, f"{CATALOG_FILE}-wal", f"{CATALOG_FILE}-shm", "chroma", "bm25")

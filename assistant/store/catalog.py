@@ -159,10 +159,18 @@ class Catalog:
                 raise
 
     # -- journal ----------------------------------------------------------------------------
-    def states(self) -> dict[str, tuple[str, str, int]]:
-        """paper_id -> (fingerprint, state, n_chunks) for every paper the catalog knows."""
-        rows = self._db.execute("SELECT paper_id, fingerprint, state, n_chunks FROM papers")
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    def states(self, paper_ids: Sequence[str] | None = None) -> dict[str, tuple[str, str, int]]:
+        """paper_id -> (fingerprint, state, n_chunks) for every paper the catalog knows, or for
+        those of ``paper_ids`` it knows."""
+        sql = "SELECT paper_id, fingerprint, state, n_chunks FROM papers"
+        if paper_ids is None:
+            return {r[0]: (r[1], r[2], r[3]) for r in self._db.execute(sql)}
+        found: dict[str, tuple[str, str, int]] = {}
+        for batch in _batches(list(paper_ids)):
+            marks = ",".join("?" * len(batch))
+            rows = self._db.execute(f"{sql} WHERE paper_id IN ({marks})", tuple(batch))
+            found.update({r[0]: (r[1], r[2], r[3]) for r in rows})
+        return found
 
     def update_in_place(self, papers: Sequence[Paper]) -> None:
         """Rewrite the record of papers whose title and abstract (so chunks and vectors) are
@@ -242,9 +250,11 @@ class Catalog:
         found: dict[str, Paper] = {}
         for batch in _batches(list(paper_ids)):
             marks = ",".join("?" * len(batch))
+            # "+state": look the ids up by primary key; on the state index SQLite would scan
+            # every ready paper.
             rows = self._db.execute(
-                f"SELECT {_PAPER_COLUMNS} FROM papers WHERE state = 'ready' "
-                f"AND paper_id IN ({marks})",
+                f"SELECT {_PAPER_COLUMNS} FROM papers WHERE paper_id IN ({marks}) "
+                "AND +state = 'ready'",
                 tuple(batch),
             )
             found.update({r["paper_id"]: _row_to_paper(r) for r in rows})

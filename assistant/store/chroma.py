@@ -1,14 +1,14 @@
-"""The vector store seam: Chroma, embedded (``PersistentClient``) or a server (``HttpClient``).
+"""Vectors in Chroma, embedded (``PersistentClient``) or a server (``HttpClient``).
 
-Only this module imports chromadb. Vectors are computed by our ``Embedder`` and passed in, so
-Chroma never loads (or downloads) an embedding model of its own. The collection records the
-embedder's name; opening it with another embedder is an ``EmbedderMismatchError``.
+Only this module imports chromadb (when a collection is opened). Vectors are computed by our
+``Embedder`` and passed in, so Chroma never loads (or downloads) an embedding model of its own.
+The collection records the embedder's name; opening it with another embedder is an
+``EmbedderMismatchError``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -17,16 +17,10 @@ import numpy as np
 
 from assistant.diskspace import is_disk_full
 from assistant.errors import DiskFullError, EmbedderMismatchError, StoreError
+from assistant.store.base import Filter, Match
 
 # Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
 VECTOR_KEYS = ("chunk", "sentence")
-
-
-@dataclass(frozen=True)
-class ChunkMatch:
-    chunk_id: str
-    paper_id: str
-    similarity: float  # cosine similarity, 1 is identical
 
 
 class _Guarded:
@@ -177,22 +171,33 @@ class ChromaVectors:
                 return out
             offset += len(got)
 
-    def query(
-        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
-    ) -> list[ChunkMatch]:
-        total = self.count()
-        if total == 0:
-            return []
+    def query(self, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+        """The n nearest vectors under the filter. No count first: Chroma returns fewer than n
+        when it holds fewer."""
         result = self._collection.query(
             query_embeddings=[vector],
-            n_results=min(n, total),
-            where=where or None,
+            n_results=n,
+            where=chroma_where(where),
             include=["distances", "metadatas"],
         )
         ids = result["ids"][0]
         distances = result["distances"][0]
         metas = result["metadatas"][0]
         return [
-            ChunkMatch(chunk_id=i, paper_id=str(m["paper_id"]), similarity=1.0 - float(d))
+            Match(item_id=i, paper_id=str(m["paper_id"]), similarity=1.0 - float(d))
             for i, d, m in zip(ids, distances, metas, strict=True)
         ]
+
+
+def chroma_where(where: Filter) -> dict[str, Any] | None:
+    """Our filter in Chroma's ``where`` syntax (None when it accepts everything)."""
+    clauses: list[dict[str, Any]] = []
+    for key, value in where.fields().items():
+        if value is None:
+            continue
+        clauses.append(
+            {key: {"$in": sorted(value)}} if isinstance(value, frozenset) else {key: value}
+        )
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

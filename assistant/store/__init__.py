@@ -1,0 +1,9 @@
+"""Where papers, vectors and the lexical index live, behind one interface (``Store``).
+
+``base`` defines the interface and its types, ``local`` the product's store (SQLite catalog,
+Chroma, bm25s), ``memory`` a reference store in memory. Only ``chroma`` imports chromadb.
+"""
+
+from assistant.store.base import Entry, Filter, Match, PaperVectors, Store
+
+__all__ = ["Entry", "Filter", "Match", "PaperVectors", "Store"]

@@ -1,0 +1,176 @@
+"""What the rest of the assistant may ask of a store, in its own types.
+
+A store holds papers (the journal of what is written), their chunk and sentence vectors, and a
+lexical index over their text. Ingest writes through ``write``/``remove``/``update_records``;
+search asks for ``nearest`` vectors and ``lexical`` matches under a ``Filter``; answers read
+``papers`` and ``sentence_vectors``. Which engine holds what (SQLite, Chroma, bm25s) is the
+implementation's business: ``LocalStore`` is the product's, ``MemoryStore`` the reference.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from assistant.chunking import Chunk
+from assistant.corpus import Paper
+from assistant.store.health import Health
+
+Kind = Literal["chunks", "sentences"]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which papers a search may return: every field that is set must match (None: any)."""
+
+    year: int | None = None
+    venue: str | None = None
+    source_file: str | None = None
+    paper_ids: frozenset[str] | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in self.fields().values())
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "year": self.year,
+            "venue": self.venue,
+            "source_file": self.source_file,
+            "paper_id": self.paper_ids,
+        }
+
+    def accepts(self, paper: Paper) -> bool:
+        if self.paper_ids is not None and paper.paper_id not in self.paper_ids:
+            return False
+        wanted = {"year": self.year, "venue": self.venue, "source_file": self.source_file}
+        have = {"year": paper.year, "venue": paper.venue, "source_file": paper.source_file}
+        return all(v is None or have[k] == v for k, v in wanted.items())
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The journal's record of one paper."""
+
+    fingerprint: str
+    state: str  # pending, ready or deleting
+    n_chunks: int
+
+
+@dataclass(frozen=True)
+class Match:
+    """One vector near a query: a chunk (``paper:N``) or a sentence (``paper:sN``)."""
+
+    item_id: str
+    paper_id: str
+    similarity: float  # cosine similarity, 1 is identical
+
+
+@dataclass
+class PaperVectors:
+    """One paper ready to be written: its chunks and sentences, each with its vector."""
+
+    paper: Paper
+    chunks: list[Chunk]
+    chunk_vectors: np.ndarray
+    sentences: list[str] = field(default_factory=list)
+    sentence_vectors: np.ndarray | None = None  # None when the store keeps no sentence vectors
+
+
+def sentence_id(paper_id: str, index: int) -> str:
+    return f"{paper_id}:s{index}"
+
+
+class Store(ABC):
+    """Papers, their vectors and a lexical index, written as one journal."""
+
+    keeps_sentences: bool
+
+    # -- the journal ------------------------------------------------------------------------
+    @abstractmethod
+    def entries(self) -> dict[str, Entry]:
+        """Every paper the store knows, ready or not."""
+
+    @abstractmethod
+    def write(self, batch: Sequence[PaperVectors]) -> None:
+        """Add or replace these papers with their vectors. Readers see each paper whole or not
+        at all: before (its old version) or after, never without its vectors."""
+
+    @abstractmethod
+    def update_records(self, papers: Sequence[Paper]) -> None:
+        """New records (position, label, authors, year, venue, URL) for stored papers whose
+        title and abstract are unchanged: nothing is embedded."""
+
+    @abstractmethod
+    def remove(self, paper_ids: Sequence[str]) -> None:
+        """Remove papers and everything derived from them."""
+
+    @abstractmethod
+    def repair(self) -> set[str]:
+        """Drop vectors of papers the store does not hold; return the ready papers whose
+        vectors are (partly) gone, for the caller to embed again."""
+
+    def flush(self) -> None:  # noqa: B027 -- a store without derived indexes has nothing to do
+        """Bring derived indexes up to date (the end of an ingest)."""
+
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    @abstractmethod
+    def stamp(self) -> int:
+        """Moves whenever the set of ready papers or their text changes."""
+
+    # -- reads ------------------------------------------------------------------------------
+    @abstractmethod
+    def papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        """Ready papers by id (ids that are not ready are left out)."""
+
+    @abstractmethod
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]: ...
+
+    @abstractmethod
+    def chunks_of(self, paper_id: str) -> list[str]: ...
+
+    @abstractmethod
+    def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+        """The n vectors of this kind most similar to ``vector``, best first."""
+
+    @abstractmethod
+    def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
+        """The best n ready papers for the query's words, (paper_id, score > 0), best first."""
+
+    @abstractmethod
+    def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored sentence vectors by id (``paper:sN``; unknown ids left out)."""
+
+    @abstractmethod
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        """How many ready papers contain each analysed term, and how many there are."""
+
+    @abstractmethod
+    def matching(self, where: Filter) -> set[str]:
+        """Ready paper ids the filter accepts."""
+
+    @abstractmethod
+    def has_ready(self) -> bool: ...
+
+    @abstractmethod
+    def counts(self) -> Mapping[str, int]:
+        """From the journal: ``papers`` and ``chunks`` ready, ``unfinished`` papers."""
+
+    @abstractmethod
+    def sizes(self) -> Mapping[str, int]:
+        """What the indexes hold: ``vectors``, ``sentence_vectors``, ``lexical`` (papers)."""
+
+    @abstractmethod
+    def health(self) -> Health:
+        """Where papers, vectors and the lexical index disagree."""
+
+    def close(self) -> None:  # noqa: B027 -- nothing to release by default
+        """Release files and connections."""

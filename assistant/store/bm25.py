@@ -1,0 +1,136 @@
+"""BM25 over whole papers (title + abstract) with bm25s and an English Snowball stemmer.
+
+The index is a derived artefact of the catalog: it is rebuilt from the catalog's ready papers and
+stamped with the catalog's generation, so a stale index (after a crash, or another process's
+ingest) is noticed and rebuilt before it answers. Each build goes to a fresh folder and a small
+pointer file is replaced atomically, so a reader never sees half an index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from assistant.lexical import analyze
+
+_POINTER = "current.json"
+
+
+def _documents(retriever: bm25s.BM25) -> int:
+    """How many documents a loaded index holds, -1 when its arrays do not say."""
+    try:
+        return int(retriever.scores["num_docs"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return -1
+
+
+class LexicalIndex:
+    def __init__(self, folder: Path, k1: float = 1.2, b: float = 0.75):
+        self.folder = folder
+        self.k1 = k1
+        self.b = b
+        self._retriever: bm25s.BM25 | None = None
+        self._ids: list[str] = []
+        self._position: dict[str, int] = {}
+        self.generation: int | None = None
+
+    def build(self, docs: Iterable[tuple[str, str]], generation: int) -> None:
+        """Index (paper_id, text) pairs and persist them as ``generation``."""
+        ids, texts = [], []
+        for paper_id, text in docs:
+            ids.append(paper_id)
+            texts.append(text)
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        if texts:
+            retriever.index(analyze(texts), show_progress=False)
+        target = self.folder / f"g{generation}"
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        if texts:
+            retriever.save(str(target))
+        (target / "ids.json").write_text(json.dumps(ids))
+        tmp = self.folder / f".{_POINTER}.{os.getpid()}"
+        tmp.write_text(
+            json.dumps({"generation": generation, "dir": target.name, "k1": self.k1, "b": self.b})
+        )
+        os.replace(tmp, self.folder / _POINTER)
+        for old in self.folder.glob("g*"):
+            if old.is_dir() and old != target:
+                shutil.rmtree(old, ignore_errors=True)
+        self._install(retriever if texts else None, ids, generation)
+
+    def _install(self, retriever: bm25s.BM25 | None, ids: list[str], generation: int) -> None:
+        self._retriever = retriever
+        self._ids = ids
+        self._position = {pid: i for i, pid in enumerate(ids)}
+        self.generation = generation
+
+    def load(self) -> bool:
+        """Load the persisted index; False when there is none, it was built differently, or its
+        files are unreadable (emptied, truncated): it is derived, so the caller rebuilds it."""
+        try:
+            info = json.loads((self.folder / _POINTER).read_text())
+            if (info.get("k1"), info.get("b")) != (self.k1, self.b):
+                return False
+            target = self.folder / str(info["dir"])
+            ids = json.loads((target / "ids.json").read_text())
+            retriever = bm25s.BM25.load(str(target)) if ids else None
+            generation = int(info["generation"])
+        except Exception:  # missing, emptied, truncated: json, numpy, OS errors all mean rebuild
+            return False
+        if not isinstance(ids, list):
+            return False
+        if retriever is not None and _documents(retriever) != len(ids):
+            return False
+        self._install(retriever, [str(i) for i in ids], generation)
+        return True
+
+    def document_frequencies(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        """How many indexed papers contain each (analysed) term, and how many papers there are;
+        what makes a term rare, read off the index's posting lists."""
+        if self._retriever is None:
+            return {}, 0
+        postings = self._retriever.scores
+        starts, vocab = postings["indptr"], self._retriever.vocab_dict
+        counts = {}
+        for term in terms:
+            i = vocab.get(term)
+            if i is not None:
+                end = starts[i + 1] if i + 1 < len(starts) else len(postings["data"])
+                counts[term] = int(end - starts[i])
+        return counts, int(postings["num_docs"])
+
+    @property
+    def paper_ids(self) -> list[str]:
+        """The papers the index holds."""
+        return list(self._ids)
+
+    def search(
+        self, query: str, n: int, allowed: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Best papers for the query, (paper_id, score), score > 0 only."""
+        if self._retriever is None or not self._ids:
+            return []
+        tokens = analyze([query])
+        if not tokens or not tokens[0]:
+            return []
+        mask = None
+        if allowed is not None:
+            mask = np.zeros(len(self._ids), dtype=np.float32)
+            for pid in allowed:
+                if pid in self._position:
+                    mask[self._position[pid]] = 1.0
+        k = min(n, len(self._ids))
+        docs, scores = self._retriever.retrieve(
+            tokens, k=k, show_progress=False, n_threads=1, weight_mask=mask
+        )
+        return [
+            (self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
+        ]

@@ -1,0 +1,263 @@
+"""The product's store: a SQLite catalog (the journal), Chroma collections for chunk and sentence
+vectors, and a bm25s index derived from the catalog, all in one folder (or the vectors on a
+Chroma server).
+
+Order of writes for each batch: catalog rows ``pending`` -> stale vectors deleted -> vectors
+upserted (ids are ``paper:N`` and ``paper:sN``, so a retry overwrites rather than duplicates) ->
+rows ``ready``. Removal: ``deleting`` -> vectors deleted -> rows removed. Readers see ``ready``
+papers only, so an interrupted run shows nothing half written; the next ingest finishes or undoes
+it. The lexical index is stamped with the catalog's generation and rebuilt when they differ.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from assistant.corpus import Paper
+from assistant.diskspace import is_disk_full
+from assistant.errors import DiskFullError
+from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
+from assistant.store.bm25 import LexicalIndex
+from assistant.store.catalog import Catalog
+from assistant.store.chroma import ChromaVectors
+from assistant.store.health import Health, examine, vector_gaps
+
+OpenCollection = Callable[[str], ChromaVectors]  # collection name -> opened collection
+
+
+class LocalStore(Store):
+    def __init__(
+        self,
+        catalog: Catalog,
+        open_collection: OpenCollection,
+        collection: str,
+        keeps_sentences: bool,
+    ):
+        """``open_collection`` opens a Chroma collection by name; collections are opened when
+        first used, so reading the catalog alone never starts Chroma."""
+        self.catalog = catalog
+        self.folder = catalog.path.parent
+        self.keeps_sentences = keeps_sentences
+        self._open = open_collection
+        self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
+        self._collections: dict[str, ChromaVectors] = {}
+        self._lexical: LexicalIndex | None = None
+        self._lock = threading.RLock()  # eval workers share one store: wiring happens once
+
+    # -- parts, opened when first used --------------------------------------------------------
+    def collection(self, kind: Kind) -> ChromaVectors:
+        with self._lock:
+            if kind not in self._collections:
+                self._collections[kind] = self._open(self._names[kind])
+            return self._collections[kind]
+
+    @property
+    def chunks(self) -> ChromaVectors:
+        return self.collection("chunks")
+
+    @property
+    def sentences(self) -> ChromaVectors | None:
+        return self.collection("sentences") if self.keeps_sentences else None
+
+    @property
+    def lexical_index(self) -> LexicalIndex:
+        """The lexical index, rebuilt first when it is stale, missing or unreadable."""
+        with self._lock:
+            if self._lexical is None:
+                self._lexical = LexicalIndex(self.folder / "bm25")
+                self._lexical.load()
+            index = self._lexical
+            stamp = self.catalog.generation
+            if index.generation != stamp and not (index.load() and index.generation == stamp):
+                self._rebuild_lexical(index)
+            return index
+
+    def _rebuild_lexical(self, index: LexicalIndex) -> None:
+        # The generation is read first: a change committed while the index is built leaves
+        # it stamped older than the catalog, so it is rebuilt again, never trusted.
+        generation = self.catalog.generation
+        docs = ((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready())
+        try:
+            index.build(docs, generation)
+        except Exception as exc:
+            if not is_disk_full(exc, self.folder):
+                raise
+            raise DiskFullError(
+                f"disk full writing {self.folder}: {exc}. Free some space and run the command "
+                "again (what was written before is kept)"
+            ) from exc
+
+    # -- the journal ------------------------------------------------------------------------
+    def entries(self) -> dict[str, Entry]:
+        return {pid: Entry(*row) for pid, row in self.catalog.states().items()}
+
+    def write(self, batch: Sequence[PaperVectors]) -> None:
+        if not batch:
+            return
+        ids = [item.paper.paper_id for item in batch]
+        before = self.catalog.states(ids)
+        self.catalog.mark_pending([(item.paper, item.chunks) for item in batch])
+        try:
+            self._write_vectors(batch, before)
+        except Exception as exc:
+            self._fail(exc, [pid for pid in ids if pid not in before])
+            raise
+        self.catalog.set_state(ids, "ready")
+
+    def _write_vectors(
+        self, batch: Sequence[PaperVectors], before: dict[str, tuple[str, str, int]]
+    ) -> None:
+        stale: list[str] = []
+        for item in batch:
+            old_n = before.get(item.paper.paper_id, ("", "", 0))[2]
+            stale.extend(f"{item.paper.paper_id}:{i}" for i in range(len(item.chunks), old_n))
+        self.chunks.delete_ids(stale)
+        metas = {item.paper.paper_id: item.paper.metadata() for item in batch}
+        chunks = [c for item in batch for c in item.chunks]
+        self.chunks.upsert(
+            [c.chunk_id for c in chunks],
+            _stack([item.chunk_vectors for item in batch]),
+            [c.text for c in chunks],
+            [{**metas[c.paper_id], "chunk": c.index} for c in chunks],
+        )
+        sentences = self.sentences
+        if sentences is None:
+            return
+        sentences.delete_papers(
+            [item.paper.paper_id for item in batch if item.paper.paper_id in before]
+        )
+        rows = [
+            (
+                sentence_id(item.paper.paper_id, i),
+                text,
+                {**metas[item.paper.paper_id], "sentence": i},
+            )
+            for item in batch
+            for i, text in enumerate(item.sentences)
+        ]
+        vectors = [item.sentence_vectors for item in batch if item.sentence_vectors is not None]
+        sentences.upsert(
+            [r[0] for r in rows], _stack(vectors), [r[1] for r in rows], [r[2] for r in rows]
+        )
+
+    def _fail(self, exc: Exception, new: list[str]) -> None:
+        """On a full disk, take back the batch's new papers (readers never saw them: they were
+        pending) and say so in one line. Where even that cannot be written, the next ingest
+        removes them, as after any interrupted run."""
+        if not is_disk_full(exc, self.folder):
+            return
+        try:
+            self.remove(new)
+        except Exception as cleanup:  # still pending, so invisible; the next ingest removes them
+            exc.add_note(f"taking the batch back failed too: {cleanup}")
+        detail = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ else exc
+        raise DiskFullError(
+            f"disk full writing {self.folder}: {detail}. Papers written before this batch are "
+            "kept; free some space and run the same `assistant ingest` again to finish"
+        ) from exc
+
+    def update_records(self, papers: Sequence[Paper]) -> None:
+        """Vector metadata first: a crash before the catalog is written leaves the old record
+        there, so the next run does this again."""
+        old = self.catalog.papers([p.paper_id for p in papers])
+        metas = {
+            p.paper_id: p.metadata()
+            for p in papers
+            if p.paper_id in old and old[p.paper_id].metadata() != p.metadata()
+        }
+        if metas:
+            self.chunks.set_paper_metadata(metas)
+            if self.sentences is not None:
+                self.sentences.set_paper_metadata(metas)
+        self.catalog.update_in_place(papers)
+
+    def remove(self, paper_ids: Sequence[str]) -> None:
+        if not paper_ids:
+            return
+        self.catalog.set_state(paper_ids, "deleting")
+        self.chunks.delete_papers(paper_ids)
+        if self.sentences is not None:
+            self.sentences.delete_papers(paper_ids)
+        self.catalog.remove(paper_ids)
+
+    def repair(self) -> set[str]:
+        gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
+        self.chunks.delete_ids(gaps.orphan_chunks)
+        if self.sentences is not None:
+            self.sentences.delete_ids(gaps.orphan_sentences)
+        return gaps.missing
+
+    def flush(self) -> None:
+        self.lexical_index  # noqa: B018 -- rebuilt when the papers changed
+
+    def get_meta(self, key: str) -> str | None:
+        return self.catalog.get_meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.catalog.set_meta(key, value)
+
+    def stamp(self) -> int:
+        return self.catalog.generation
+
+    # -- reads ------------------------------------------------------------------------------
+    def papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        return self.catalog.papers(paper_ids)
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        return self.catalog.chunk_texts(chunk_ids)
+
+    def chunks_of(self, paper_id: str) -> list[str]:
+        return self.catalog.chunks_of(paper_id)
+
+    def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+        if kind == "sentences" and not self.keeps_sentences:
+            return []
+        return self.collection(kind).query(vector, n, where)
+
+    def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
+        index = self.lexical_index
+        return index.search(query, n, self.matching(where) if where else None)
+
+    def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.sentences.get_vectors(ids) if self.sentences is not None else {}
+
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        return self.lexical_index.document_frequencies(terms)
+
+    def matching(self, where: Filter) -> set[str]:
+        fields = {
+            key: tuple(sorted(value)) if isinstance(value, frozenset) else value
+            for key, value in where.fields().items()
+            if value is not None
+        }
+        return self.catalog.ids_matching(fields)
+
+    def has_ready(self) -> bool:
+        return self.catalog.has_ready()
+
+    def counts(self) -> dict[str, int]:
+        return self.catalog.counts()
+
+    def sizes(self) -> dict[str, int]:
+        return {
+            "vectors": self.chunks.count(),
+            "sentence_vectors": self.sentences.count() if self.sentences is not None else 0,
+            "lexical": len(self.lexical_index.paper_ids),
+        }
+
+    def health(self) -> Health:
+        lexical = self.lexical_index
+        return examine(self.catalog, self.chunks, self.sentences, lexical.paper_ids)
+
+    def close(self) -> None:
+        self.catalog.close()
+        self._collections.clear()
+        self._lexical = None
+
+
+def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    arrays = [a for a in arrays if len(a)]
+    return np.vstack(arrays) if arrays else np.zeros((0, 0), dtype=np.float32)
