@@ -140,7 +140,7 @@ def main() -> int:
     settings = load_settings(store={"path": args.store})
     assistant = Assistant(settings)
     rate = None
-    if assistant.store.catalog.counts()["papers"] == 0:
+    if not (args.store / "catalog.sqlite3").exists() or not assistant.store.has_ready():
         rate = build_store(assistant, args.data)
 
     queries = {

@@ -75,7 +75,7 @@ def _view(store: Path, out: Path) -> None:
             "unfinished": a.store.catalog.counts()["unfinished"],
             "chunks": a.store.chunks.ids(),
             "sentences": sentences.ids() if sentences is not None else [],
-            "lexical": a.store.lexical_index.paper_ids,  # a reader brings a stale index up to date
+            "lexical": a.store.lexical_index.paper_ids(),  # what a reader sees, base and delta
             "expected_chunks": sorted(
                 c for i in a.store.catalog.ready_chunk_ids().values() for c in i
             ),

@@ -48,7 +48,7 @@ def assert_consistent(store: Path, papers: list[Paper]) -> None:
         assert a.store.sentences is not None
         assert a.store.sentences.count() == sum(len(sentences_of(p)) for p in papers)
         a.retriever()  # brings the lexical index up to date if it is stale
-        assert sorted(a.store.lexical_index._ids) == sorted(p.paper_id for p in papers)
+        assert sorted(a.store.lexical_index.paper_ids()) == sorted(p.paper_id for p in papers)
 
 
 @pytest.fixture()

@@ -237,9 +237,10 @@ def test_threaded_eval_on_a_stale_index(tmp_path: Path, corpus_papers, embedder,
     with Assistant(settings, embedder=embedder) as assistant:
         assistant.ingest_papers([p for p in corpus_papers if p.paper_id in gold])
         assistant.store.catalog.bump_generation()  # as if another process had changed the store
-        assert assistant.store._lexical.generation != assistant.store.catalog.generation
+        lexical = assistant.store.lexical_index
+        assert lexical._delta is None or lexical._delta.stamp != assistant.store.stamp()
         rows = run_eval(assistant, items, OfflineJudge(embedder), tmp_path / "run", workers=4)
-        assert assistant.store._lexical.generation == assistant.store.catalog.generation
+        assert lexical.current().stamp == assistant.store.stamp()
     assert [r["id"] for r in rows] == [i.id for i in items]
     assert all(not r["refused"] and r["cited"] for r in rows)  # a worker's failure raises
     assert aggregate(rows)["faithfulness"] >= 0.8

@@ -49,8 +49,10 @@ def test_lexical_index_catches_up_after_a_run_dies_between_batches(
         ready = {p.paper_id for p in reader.store.catalog.iter_ready()}
         assert len(ready) == 1 + 8
         reader.search("anything at all", k=1)
-        assert set(reader.store.lexical_index._ids) == ready  # nothing ready is missing from BM25
+        assert (
+            set(reader.store.lexical_index.paper_ids()) == ready
+        )  # nothing ready is missing from BM25
         for paper in corpus_papers[:8]:
             words = " ".join(paper.abstract.split()[:12])
-            hits = reader.store.lexical_index.search(words, 3)
+            hits = reader.store.lexical_index.search(words, 3, None)
             assert hits and hits[0][0] in ready

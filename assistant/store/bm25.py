@@ -1,9 +1,8 @@
-"""BM25 over whole papers (title + abstract) with bm25s and an English Snowball stemmer.
+"""The base segment of the lexical index: bm25s over whole papers (title + abstract).
 
-The index is a derived artefact of the catalog: it is rebuilt from the catalog's ready papers and
-stamped with the catalog's generation, so a stale index (after a crash, or another process's
-ingest) is noticed and rebuilt before it answers. Each build goes to a fresh folder and a small
-pointer file is replaced atomically, so a reader never sees half an index.
+It is built from the catalog's ready papers and stamped with the catalog's generation; what
+changed since is the delta segment's (``assistant.store.segments``). Each build goes to a fresh
+folder and a small pointer file is replaced atomically, so a reader never sees half an index.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
-
-from assistant.lexical import analyze
 
 _POINTER = "current.json"
 
@@ -39,38 +36,52 @@ class LexicalIndex:
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
         self.generation: int | None = None
+        self.average_length = 1.0  # terms per indexed paper
 
-    def build(self, docs: Iterable[tuple[str, str]], generation: int) -> None:
-        """Index (paper_id, text) pairs and persist them as ``generation``."""
-        ids, texts = [], []
-        for paper_id, text in docs:
+    def build(self, docs: Iterable[tuple[str, list[str]]], generation: int) -> None:
+        """Index (paper_id, analysed terms) pairs and persist them as ``generation``."""
+        ids: list[str] = []
+        terms: list[list[str]] = []
+        for paper_id, words in docs:
             ids.append(paper_id)
-            texts.append(text)
+            terms.append(words)
         retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        if texts:
-            retriever.index(analyze(texts), show_progress=False)
+        if terms:
+            retriever.index(terms, show_progress=False)
+        average = sum(len(t) for t in terms) / len(terms) if terms else 1.0
         target = self.folder / f"g{generation}"
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
-        if texts:
+        if terms:
             retriever.save(str(target))
         (target / "ids.json").write_text(json.dumps(ids))
         tmp = self.folder / f".{_POINTER}.{os.getpid()}"
         tmp.write_text(
-            json.dumps({"generation": generation, "dir": target.name, "k1": self.k1, "b": self.b})
+            json.dumps(
+                {
+                    "generation": generation,
+                    "dir": target.name,
+                    "k1": self.k1,
+                    "b": self.b,
+                    "average_length": average,
+                }
+            )
         )
         os.replace(tmp, self.folder / _POINTER)
         for old in self.folder.glob("g*"):
             if old.is_dir() and old != target:
                 shutil.rmtree(old, ignore_errors=True)
-        self._install(retriever if texts else None, ids, generation)
+        self._install(retriever if terms else None, ids, generation, average)
 
-    def _install(self, retriever: bm25s.BM25 | None, ids: list[str], generation: int) -> None:
+    def _install(
+        self, retriever: bm25s.BM25 | None, ids: list[str], generation: int, average: float
+    ) -> None:
         self._retriever = retriever
         self._ids = ids
         self._position = {pid: i for i, pid in enumerate(ids)}
         self.generation = generation
+        self.average_length = average
 
     def load(self) -> bool:
         """Load the persisted index; False when there is none, it was built differently, or its
@@ -83,13 +94,14 @@ class LexicalIndex:
             ids = json.loads((target / "ids.json").read_text())
             retriever = bm25s.BM25.load(str(target)) if ids else None
             generation = int(info["generation"])
+            average = float(info["average_length"])
         except Exception:  # missing, emptied, truncated: json, numpy, OS errors all mean rebuild
             return False
         if not isinstance(ids, list):
             return False
         if retriever is not None and _documents(retriever) != len(ids):
             return False
-        self._install(retriever, [str(i) for i in ids], generation)
+        self._install(retriever, [str(i) for i in ids], generation, average)
         return True
 
     def document_frequencies(self, terms: list[str]) -> tuple[dict[str, int], int]:
@@ -107,29 +119,37 @@ class LexicalIndex:
                 counts[term] = int(end - starts[i])
         return counts, int(postings["num_docs"])
 
+    def count_held(self, paper_ids: set[str]) -> int:
+        """How many of these papers the index holds."""
+        return sum(1 for pid in paper_ids if pid in self._position)
+
     @property
     def paper_ids(self) -> list[str]:
         """The papers the index holds."""
         return list(self._ids)
 
     def search(
-        self, query: str, n: int, allowed: set[str] | None = None
+        self,
+        terms: list[str],
+        n: int,
+        allowed: set[str] | None = None,
+        hidden: set[str] | frozenset[str] = frozenset(),
     ) -> list[tuple[str, float]]:
-        """Best papers for the query, (paper_id, score), score > 0 only."""
-        if self._retriever is None or not self._ids:
-            return []
-        tokens = analyze([query])
-        if not tokens or not tokens[0]:
+        """Best papers for the analysed query terms, (paper_id, score), score > 0 only; only
+        ``allowed`` papers (all when None), never ``hidden`` ones."""
+        if self._retriever is None or not self._ids or not terms:
             return []
         mask = None
-        if allowed is not None:
+        if allowed is not None or hidden:
             mask = np.zeros(len(self._ids), dtype=np.float32)
-            for pid in allowed:
-                if pid in self._position:
-                    mask[self._position[pid]] = 1.0
+            if allowed is None:
+                mask[:] = 1.0
+            else:
+                mask[[self._position[p] for p in allowed if p in self._position]] = 1.0
+            mask[[self._position[p] for p in hidden if p in self._position]] = 0.0
         k = min(n, len(self._ids))
         docs, scores = self._retriever.retrieve(
-            tokens, k=k, show_progress=False, n_threads=1, weight_mask=mask
+            [terms], k=k, show_progress=False, n_threads=1, weight_mask=mask
         )
         return [
             (self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0

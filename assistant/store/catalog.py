@@ -36,7 +36,9 @@ CREATE TABLE IF NOT EXISTS papers (
     url TEXT,
     abstract TEXT NOT NULL,
     n_chunks INTEGER NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'ready', 'deleting'))
+    state TEXT NOT NULL CHECK (state IN ('pending', 'ready', 'deleting')),
+    changed_at INTEGER NOT NULL DEFAULT 0,
+    terms TEXT
 );
 CREATE INDEX IF NOT EXISTS papers_state ON papers(state);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -47,7 +49,13 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_paper ON chunks(paper_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS removed (paper_id TEXT NOT NULL, changed_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS removed_changed ON removed(changed_at);
 """
+# Each paper row records the generation that last wrote its text or state (``changed_at``), and
+# removals leave a row in ``removed``: what changed since an index was built is read off these.
+_CHANGES = "CREATE INDEX IF NOT EXISTS papers_changed ON papers(changed_at)"
+_GENERATION = "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0)"
 CATALOG_FILE = "catalog.sqlite3"
 _PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url"
 _MAX_VARS = 900  # stay under SQLite's bound on query parameters
@@ -95,6 +103,7 @@ class Catalog:
             raise CatalogDamaged(path, "the file is empty (0 bytes)")
         try:
             self._db.executescript(_SCHEMA)
+            self._track_changes()
             verdict = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -102,6 +111,22 @@ class Catalog:
         if verdict != "ok":
             self.close()
             raise CatalogDamaged(path, f"integrity check failed: {verdict}")
+
+    def _track_changes(self) -> None:
+        """Give a catalog from before change tracking its ``changed_at`` column, and record
+        from which generation on changes are known (an index older than that is rebuilt)."""
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(papers)")}
+        if {"changed_at", "terms"} <= columns and self.get_meta("changes_from") is not None:
+            return
+        with self._transaction() as cur:
+            if "changed_at" not in columns:
+                cur.execute("ALTER TABLE papers ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0")
+            if "terms" not in columns:
+                cur.execute("ALTER TABLE papers ADD COLUMN terms TEXT")
+            cur.execute(_CHANGES)
+            cur.execute(
+                f"INSERT OR IGNORE INTO meta(key, value) SELECT 'changes_from', {_GENERATION}"
+            )
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -199,13 +224,18 @@ class Catalog:
                 rows,
             )
 
-    def mark_pending(self, items: Iterable[tuple[Paper, list[Chunk]]]) -> None:
-        """Record papers and their chunks as about to be written (one transaction)."""
+    def mark_pending(
+        self, items: Iterable[tuple[Paper, list[Chunk]]], terms: Mapping[str, str] | None = None
+    ) -> None:
+        """Record papers and their chunks as about to be written (one transaction), with each
+        paper's analysed terms (space-separated) when given: what lexical indexes are built of."""
         with self._transaction() as cur:
             for paper, chunks in items:
                 cur.execute("DELETE FROM chunks WHERE paper_id = ?", (paper.paper_id,))
                 cur.execute(
-                    "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
+                    "INSERT OR REPLACE INTO papers(paper_id, fingerprint, source, source_file, "
+                    "label, title, authors, year, venue, url, abstract, n_chunks, terms, state, "
+                    f"changed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, 'pending', {_GENERATION} + 1)",
                     (
                         paper.paper_id,
                         paper.fingerprint,
@@ -219,6 +249,7 @@ class Catalog:
                         paper.url,
                         paper.abstract,
                         len(chunks),
+                        (terms or {}).get(paper.paper_id),
                     ),
                 )
                 cur.executemany(
@@ -229,20 +260,52 @@ class Catalog:
 
     def set_state(self, paper_ids: Sequence[str], state: str) -> None:
         with self._transaction() as cur:
+            self.bump_generation(cur)
             for batch in _batches(paper_ids):
                 marks = ",".join("?" * len(batch))
                 cur.execute(
-                    f"UPDATE papers SET state = ? WHERE paper_id IN ({marks})", (state, *batch)
+                    f"UPDATE papers SET state = ?, changed_at = {_GENERATION} "
+                    f"WHERE paper_id IN ({marks})",
+                    (state, *batch),
                 )
-            self.bump_generation(cur)
 
     def remove(self, paper_ids: Sequence[str]) -> None:
         with self._transaction() as cur:
+            self.bump_generation(cur)
             for batch in _batches(paper_ids):
                 marks = ",".join("?" * len(batch))
+                cur.execute(
+                    f"INSERT INTO removed(paper_id, changed_at) SELECT paper_id, {_GENERATION} "
+                    f"FROM papers WHERE paper_id IN ({marks})",
+                    tuple(batch),
+                )
                 cur.execute(f"DELETE FROM chunks WHERE paper_id IN ({marks})", tuple(batch))
                 cur.execute(f"DELETE FROM papers WHERE paper_id IN ({marks})", tuple(batch))
-            self.bump_generation(cur)
+
+    # -- changes since an index was built ----------------------------------------------------
+    def hidden_since(self, generation: int) -> set[str]:
+        """Ids an index built at ``generation`` may hold that are no longer ready as they were
+        then: rewritten, unfinished or removed since."""
+        hidden = {
+            r[0]
+            for r in self._db.execute(
+                "SELECT paper_id FROM papers WHERE changed_at > ?", (generation,)
+            )
+        }
+        hidden.update(
+            r[0] for r in self._db.execute("SELECT paper_id FROM papers WHERE state != 'ready'")
+        )
+        hidden.update(
+            r[0]
+            for r in self._db.execute(
+                "SELECT paper_id FROM removed WHERE changed_at > ?", (generation,)
+            )
+        )
+        return hidden
+
+    def forget_removals(self, upto: int) -> None:
+        """Drop removal records an index built at generation ``upto`` already reflects."""
+        self._db.execute("DELETE FROM removed WHERE changed_at <= ?", (upto,))
 
     # -- reads ------------------------------------------------------------------------------
     def papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
@@ -295,6 +358,18 @@ class Catalog:
         )
         for row in rows:
             yield _row_to_paper(row)
+
+    def iter_terms(self, since: int | None = None) -> Iterator[tuple[str, str | None, Paper]]:
+        """(paper_id, analysed terms or None when not recorded, paper) for every ready paper,
+        or for those written after generation ``since``."""
+        sql = f"SELECT {_PAPER_COLUMNS}, terms FROM papers WHERE state = 'ready'"
+        rows = (
+            self._db.execute(sql + " ORDER BY rowid")
+            if since is None
+            else self._db.execute(sql + " AND changed_at > ?", (since,))
+        )
+        for row in rows:
+            yield row["paper_id"], row["terms"], _row_to_paper(row)
 
     def ids_matching(self, filters: Mapping[str, str | int | tuple[str, ...]]) -> set[str]:
         """Ready paper ids whose metadata equals every filter; a tuple value means any of."""

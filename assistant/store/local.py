@@ -1,29 +1,31 @@
 """The product's store: a SQLite catalog (the journal), Chroma collections for chunk and sentence
-vectors, and a bm25s index derived from the catalog, all in one folder (or the vectors on a
-Chroma server).
+vectors, and a lexical index kept from the catalog's records (``segments``), all in one folder
+(or the vectors on a Chroma server).
 
 Order of writes for each batch: catalog rows ``pending`` -> stale vectors deleted -> vectors
 upserted (ids are ``paper:N`` and ``paper:sN``, so a retry overwrites rather than duplicates) ->
 rows ``ready``. Removal: ``deleting`` -> vectors deleted -> rows removed. Readers see ``ready``
 papers only, so an interrupted run shows nothing half written; the next ingest finishes or undoes
-it. The lexical index is stamped with the catalog's generation and rebuilt when they differ.
+it. The lexical index follows the catalog's change records, written in the same transactions.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from assistant.corpus import Paper
 from assistant.diskspace import is_disk_full
 from assistant.errors import DiskFullError
+from assistant.lexical import analyze
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
-from assistant.store.bm25 import LexicalIndex
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors
 from assistant.store.health import Health, examine, vector_gaps
+from assistant.store.segments import SegmentedLexical
 
 OpenCollection = Callable[[str], ChromaVectors]  # collection name -> opened collection
 
@@ -44,7 +46,7 @@ class LocalStore(Store):
         self._open = open_collection
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
         self._collections: dict[str, ChromaVectors] = {}
-        self._lexical: LexicalIndex | None = None
+        self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
     # -- parts, opened when first used --------------------------------------------------------
@@ -63,25 +65,17 @@ class LocalStore(Store):
         return self.collection("sentences") if self.keeps_sentences else None
 
     @property
-    def lexical_index(self) -> LexicalIndex:
-        """The lexical index, rebuilt first when it is stale, missing or unreadable."""
+    def lexical_index(self) -> SegmentedLexical:
+        """The lexical index: a base segment and the papers written since (see segments)."""
         with self._lock:
             if self._lexical is None:
-                self._lexical = LexicalIndex(self.folder / "bm25")
-                self._lexical.load()
-            index = self._lexical
-            stamp = self.catalog.generation
-            if index.generation != stamp and not (index.load() and index.generation == stamp):
-                self._rebuild_lexical(index)
-            return index
+                self._lexical = SegmentedLexical(self.folder / "bm25", self.catalog)
+            return self._lexical
 
-    def _rebuild_lexical(self, index: LexicalIndex) -> None:
-        # The generation is read first: a change committed while the index is built leaves
-        # it stamped older than the catalog, so it is rebuilt again, never trusted.
-        generation = self.catalog.generation
-        docs = ((p.paper_id, p.text_for_index) for p in self.catalog.iter_ready())
+    @contextmanager
+    def _disk_full_said(self) -> Iterator[None]:
         try:
-            index.build(docs, generation)
+            yield
         except Exception as exc:
             if not is_disk_full(exc, self.folder):
                 raise
@@ -99,7 +93,11 @@ class LocalStore(Store):
             return
         ids = [item.paper.paper_id for item in batch]
         before = self.catalog.states(ids)
-        self.catalog.mark_pending([(item.paper, item.chunks) for item in batch])
+        terms = analyze([item.paper.text_for_index for item in batch])
+        self.catalog.mark_pending(
+            [(item.paper, item.chunks) for item in batch],
+            {pid: " ".join(words) for pid, words in zip(ids, terms, strict=True)},
+        )
         try:
             self._write_vectors(batch, before)
         except Exception as exc:
@@ -191,7 +189,9 @@ class LocalStore(Store):
         return gaps.missing
 
     def flush(self) -> None:
-        self.lexical_index  # noqa: B018 -- rebuilt when the papers changed
+        """Fold the lexical delta into a new base once it has grown (most ingests do not)."""
+        with self._disk_full_said():
+            self.lexical_index.compact()
 
     def get_meta(self, key: str) -> str | None:
         return self.catalog.get_meta(key)
@@ -219,6 +219,8 @@ class LocalStore(Store):
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         index = self.lexical_index
+        with self._disk_full_said():  # a missing or unreadable base is rebuilt first
+            index.current()
         return index.search(query, n, self.matching(where) if where else None)
 
     def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -245,12 +247,11 @@ class LocalStore(Store):
         return {
             "vectors": self.chunks.count(),
             "sentence_vectors": self.sentences.count() if self.sentences is not None else 0,
-            "lexical": len(self.lexical_index.paper_ids),
+            "lexical": len(self.lexical_index.paper_ids()),
         }
 
     def health(self) -> Health:
-        lexical = self.lexical_index
-        return examine(self.catalog, self.chunks, self.sentences, lexical.paper_ids)
+        return examine(self.catalog, self.chunks, self.sentences, self.lexical_index.paper_ids())
 
     def close(self) -> None:
         self.catalog.close()
