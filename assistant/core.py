@@ -86,8 +86,28 @@ class Assistant:
     def store(self) -> Store:
         with self._wiring:
             if self._store is None:
-                self._store = self._open_local()
+                server = self.settings.store.chroma_url
+                self._store = self._open_server() if server else self._open_local()
             return self._store
+
+    def _open_server(self) -> Store:
+        """The server holds the papers; the folder, a cache of them (made when missing, and
+        made anew when damaged: nothing in it is not on the server)."""
+        from assistant.store.server import ServerStore, cache_folder
+
+        cfg = self.settings.store
+        folder = cache_folder(self.store_dir, cfg.chroma_url or "", cfg.collection)
+        try:
+            catalog = Catalog(folder / CATALOG_FILE)
+        except CatalogDamaged:
+            move_aside(folder)
+            catalog = Catalog(folder / CATALOG_FILE)
+        return ServerStore(
+            catalog,
+            self._open_collection,
+            cfg.collection,
+            keeps_sentences=self.settings.retrieval.sentence_vectors,
+        )
 
     def _open_local(self) -> Store:
         from assistant.store.local import LocalStore
@@ -113,6 +133,7 @@ class Assistant:
     def _open_collection(self, name: str) -> ChromaVectors:
         from assistant.store.chroma import ChromaVectors
 
+        token = self.settings.store.chroma_token
         with self._disk_full_said("opening"):
             return ChromaVectors.open(
                 path=self.store_dir / "chroma",
@@ -120,6 +141,7 @@ class Assistant:
                 collection=name,
                 embedder_name=self.embedder.name,
                 dim=self.embedder.dim,
+                token=token.get_secret_value() if token else None,
             )
 
     @contextmanager
@@ -215,11 +237,12 @@ class Assistant:
         if self._backend is not None:
             self._may_create = True
             return self._ingestor().run(loaded, prune=prune, progress=progress)
-        if not loaded.papers and not (self.store_dir / CATALOG_FILE).exists():
+        server = bool(self.settings.store.chroma_url)
+        if not loaded.papers and not server and not (self.store_dir / CATALOG_FILE).exists():
             # Nothing to write and no store yet: creating an empty one would only make the next
             # read command look at a store that seems valid and answers nothing.
             return IngestReport(files=len(loaded.files), problems=loaded.problems, created=False)
-        if rebuild and self.settings.store.chroma_url:
+        if rebuild and server:
             raise AssistantError(
                 "--rebuild moves an embedded store aside; with a Chroma server, ingest into "
                 "a new --store folder and a new collection instead"
@@ -235,7 +258,9 @@ class Assistant:
             # writer's changes: open the store afresh under the lock.
             self.close()
             moved = move_aside(self.store_dir) if rebuild else None
-            with self._disk_full_said("writing"):
+            self._may_create = True
+            # Writers on other machines: the store's own guard (a lease on a Chroma server).
+            with self.store.writer(wait, on_wait), self._disk_full_said("writing"):
                 report = self._ingestor().run(loaded, prune=prune, progress=progress)
             report.moved_aside = str(moved) if moved else None
             return report

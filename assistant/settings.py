@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.errors import ConfigError
@@ -35,12 +43,20 @@ class StoreSettings(_Section):
     path: Path = Field(
         default_factory=default_store,
         description="Folder of the embedded Chroma store, its catalog and its BM25 index "
-        "[default: the user data directory, e.g. ~/.local/share/abstracts-assistant/vectorstore].",
+        "[default: the user data directory, e.g. ~/.local/share/abstracts-assistant/vectorstore]. "
+        "With a Chroma server, only a cache of the server's papers and BM25 index.",
     )
     chroma_url: str | None = Field(
         None,
         description="URL of a Chroma server (`chroma run`), e.g. http://localhost:8000. "
-        "When set, vectors live there; the catalog and BM25 index stay in `path`.",
+        "When set, the server holds everything (papers, vectors); `path` holds a cache, so any "
+        "client pointed at the server, even with an empty folder, sees the same papers.",
+    )
+    chroma_token: SecretStr | None = Field(
+        None,
+        description="Token for a Chroma server behind token authentication, sent as "
+        "`Authorization: Bearer TOKEN`. Set it in the environment (ASSISTANT_STORE__CHROMA_TOKEN), "
+        "not on a command line; it is never printed.",
     )
     collection: str = Field("abstracts", description="Chroma collection name.")
 

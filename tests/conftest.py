@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -35,6 +41,53 @@ def server() -> Iterator[FakeOpenAI]:
     fake = FakeOpenAI().start()
     yield fake
     fake.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Chroma server, `chroma run` from the installed package, on 127.0.0.1 with a
+    temporary path, one per session; yields its URL and stops it at the end."""
+    exe = Path(sys.executable).with_name("chroma")
+    found = str(exe) if exe.exists() else shutil.which("chroma")
+    if found is None:
+        pytest.skip("the `chroma` command (from the chromadb package) is not installed")
+    folder = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(folder / "server.log", "wb") as log:
+        process = subprocess.Popen(
+            [found, "run", "--path", str(folder / "data"), "--host", "127.0.0.1"]
+            + ["--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                log_text = (folder / "server.log").read_text(errors="replace")[-2000:]
+                pytest.fail(f"`chroma run` did not come up (exit {process.poll()}):\n{log_text}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,10 @@
-"""One contract, two stores: the product's LocalStore (SQLite, Chroma, bm25s) and the in-memory
+"""One contract, three stores: the product's LocalStore (SQLite, Chroma, bm25s), the
+ServerStore (everything on a real `chroma run` server, a cache in the folder) and the in-memory
 reference answer the same questions the same way, through the same ingest and search code."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -15,9 +17,15 @@ from assistant.store import Filter
 from assistant.store.memory import MemoryStore
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "server", "memory"])
 def assistant(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Assistant]:
-    settings = load_settings(store={"path": tmp_path / "s"}, embedding={"papers_per_write": 3})
+    store: dict[str, object] = {"path": tmp_path / "s"}
+    if request.param == "server":  # a collection of its own on the session's server
+        store.update(
+            chroma_url=request.getfixturevalue("chroma_server"),
+            collection=f"contract-{uuid.uuid4().hex[:12]}",
+        )
+    settings = load_settings(store=store, embedding={"papers_per_write": 3})
     backend = MemoryStore() if request.param == "memory" else None
     with Assistant(settings, embedder=HashingEmbedder(), backend=backend) as a:
         yield a

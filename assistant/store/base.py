@@ -10,7 +10,8 @@ implementation's business: ``LocalStore`` is the product's, ``MemoryStore`` the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,6 +113,15 @@ class Store(ABC):
     def repair(self) -> set[str]:
         """Drop vectors of papers the store does not hold; return the ready papers whose
         vectors are (partly) gone, for the caller to embed again."""
+
+    @contextmanager
+    def writer(
+        self, wait: bool = True, on_wait: Callable[[str], None] | None = None
+    ) -> Iterator[None]:
+        """Hold the right to write for the block where the store is shared beyond this machine
+        (wait for it, or raise ``StoreBusyError``). A store in a folder has nothing to add to
+        the folder's file lock, which the caller holds."""
+        yield
 
     def flush(self) -> None:  # noqa: B027 -- a store without derived indexes has nothing to do
         """Bring derived indexes up to date (the end of an ingest)."""

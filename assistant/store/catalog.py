@@ -258,6 +258,51 @@ class Catalog:
                 )
             self.bump_generation(cur)
 
+    def replace_all(
+        self,
+        papers: Iterable[tuple[Paper, str, str, int]],
+        chunks: Iterable[Chunk],
+        meta: Mapping[str, str],
+    ) -> None:
+        """Make the catalog a copy of another journal (a Chroma server's): every paper, given as
+        (paper, fingerprint, state, n_chunks), every chunk and these meta values, replaced in
+        one transaction that moves the generation."""
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM chunks")
+            cur.execute("DELETE FROM papers")
+            cur.execute("DELETE FROM removed")
+            self.bump_generation(cur)
+            cur.executemany(
+                "INSERT INTO papers(paper_id, fingerprint, source, source_file, label, title, "
+                "authors, year, venue, url, abstract, n_chunks, state, changed_at) "
+                f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, {_GENERATION})",
+                [
+                    (
+                        p.paper_id,
+                        fingerprint,
+                        p.source,
+                        p.source_file,
+                        p.label,
+                        p.title,
+                        json.dumps(list(p.authors)),
+                        p.year,
+                        p.venue,
+                        p.url,
+                        p.abstract,
+                        n_chunks,
+                        state,
+                    )
+                    for p, fingerprint, state, n_chunks in papers
+                ],
+            )
+            cur.executemany(
+                "INSERT INTO chunks(chunk_id, paper_id, idx, text) VALUES (?,?,?,?)",
+                [(c.chunk_id, c.paper_id, c.index, c.text) for c in chunks],
+            )
+            cur.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(meta.items())
+            )
+
     def set_state(self, paper_ids: Sequence[str], state: str) -> None:
         with self._transaction() as cur:
             self.bump_generation(cur)

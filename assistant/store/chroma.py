@@ -8,7 +8,7 @@ The collection records the embedder's name; opening it with another embedder is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -21,16 +21,20 @@ from assistant.store.base import Filter, Match
 
 # Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
 VECTOR_KEYS = ("chunk", "sentence")
+PAGE = 1000  # records read per request
+
+Record = tuple[str, str | None, dict[str, Any]]  # id, document, metadata
 
 
 class _Guarded:
     """A Chroma collection whose calls fail with one-line store errors: chromadb raises many
     types, and on a full disk even a read fails ("Error in compaction")."""
 
-    def __init__(self, collection: Any, where: str, path: Path | None):
+    def __init__(self, collection: Any, where: str, path: Path | None, secret: str | None = None):
         self._collection = collection
         self._where = where
         self._path = path
+        self._secret = secret  # the server's token: never in a message, even if a reply echoes it
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._collection, name)
@@ -39,12 +43,13 @@ class _Guarded:
             try:
                 return method(*args, **kwargs)
             except Exception as exc:
+                said = _redact(exc, self._secret)
                 if is_disk_full(exc, self._path):
                     raise DiskFullError(
-                        f"disk full writing {self._where}: {exc}. Free some space and run the "
+                        f"disk full writing {self._where}: {said}. Free some space and run the "
                         "command again (what was written before is kept)"
                     ) from exc
-                raise StoreError(f"Chroma failed ({name}) in {self._where}: {exc}") from exc
+                raise StoreError(f"Chroma failed ({name}) in {self._where}: {said}") from exc
 
         return call
 
@@ -52,18 +57,34 @@ class _Guarded:
 class ChromaVectors:
     """Chunk vectors in one Chroma collection, keyed by chunk id, with paper metadata."""
 
-    def __init__(self, collection: Any, embedder_name: str):
+    def __init__(self, collection: Any, embedder_name: str, dim: int = 0):
         self._collection = collection
         self.embedder_name = embedder_name
+        self.dim = dim
 
     @classmethod
     def open(
-        cls, *, path: Path, url: str | None, collection: str, embedder_name: str, dim: int
+        cls,
+        *,
+        path: Path,
+        url: str | None,
+        collection: str,
+        embedder_name: str,
+        dim: int,
+        token: str | None = None,
     ) -> ChromaVectors:
+        """``token``: sent to the server as ``Authorization: Bearer TOKEN`` (Chroma's token
+        auth), for servers behind token authentication."""
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
-        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        auth: dict[str, Any] = {}
+        if url and token:
+            auth = {
+                "chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
+                "chroma_client_auth_credentials": token,
+            }
+        chroma_settings = ChromaSettings(anonymized_telemetry=False, **auth)
         try:
             if url:
                 parsed = urlparse(url if "//" in url else f"http://{url}")
@@ -84,17 +105,24 @@ class ChromaVectors:
             )
         except Exception as exc:  # chromadb raises many types; all mean the same to the user
             where = f"Chroma server at {url}" if url else f"store at {path}"
+            said = _redact(exc, token)
             if is_disk_full(exc, None if url else path):
                 raise DiskFullError(
-                    f"disk full opening the {where}: {exc}. Free some space and run the "
+                    f"disk full opening the {where}: {said}. Free some space and run the "
                     "command again"
                 ) from exc
-            hint = (
-                "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
-                if url
-                else "is the folder writable and not in use by another version of Chroma?"
-            )
-            raise StoreError(f"cannot open the {where}: {exc} ({hint})") from exc
+            if not url:
+                hint = "is the folder writable and not in use by another version of Chroma?"
+            elif _refused(exc):
+                hint = (
+                    "the server wants a token: set ASSISTANT_STORE__CHROMA_TOKEN to it"
+                    if not token
+                    else "the server refused ASSISTANT_STORE__CHROMA_TOKEN; check it"
+                )
+            else:
+                hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
+            cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
+            raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
         recorded = (coll.metadata or {}).get("embedder")
         if recorded and recorded != embedder_name:
             raise EmbedderMismatchError(
@@ -103,7 +131,8 @@ class ChromaVectors:
                 "with, or ingest into a new store with --store DIR."
             )
         where = f"the Chroma server at {url}" if url else str(path.parent)
-        return cls(_Guarded(coll, where, None if url else path), embedder_name)
+        guarded = _Guarded(coll, where, None if url else path, token if url else None)
+        return cls(guarded, embedder_name, dim)
 
     def count(self) -> int:
         return int(self._collection.count())
@@ -142,6 +171,44 @@ class ChromaVectors:
                 for old in got["metadatas"]
             ]
             self._collection.update(ids=got["ids"], metadatas=updated)
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Merge these keys into the records' metadata (a key set to None is removed)."""
+        if len(ids):
+            self._collection.update(ids=list(ids), metadatas=[dict(m) for m in metadatas])
+
+    def records(
+        self,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, str] | None = None,
+        documents: bool = True,
+        metadatas: bool = True,
+    ) -> Iterator[Record]:
+        """Records by id, or every record whose metadata has these values (all records when
+        neither is given), read a page at a time."""
+        include = [k for k, on in (("documents", documents), ("metadatas", metadatas)) if on]
+        clause = chroma_where_equal(where or {})
+        if ids is not None:
+            pages: Iterator[dict[str, Any]] = (
+                self._collection.get(ids=list(ids[i : i + PAGE]), where=clause, include=include)
+                for i in range(0, len(ids), PAGE)
+            )
+        else:
+            pages = self._pages(clause, include)
+        for got in pages:
+            docs = got.get("documents") or [None] * len(got["ids"])
+            metas = got.get("metadatas") or [{}] * len(got["ids"])
+            for record in zip(got["ids"], docs, metas, strict=True):
+                yield record[0], record[1], dict(record[2] or {})
+
+    def _pages(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
+        offset = 0
+        while True:
+            got = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
+            yield got
+            if len(got["ids"]) < PAGE:
+                return
+            offset += len(got["ids"])
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if len(ids):
@@ -187,6 +254,26 @@ class ChromaVectors:
             Match(item_id=i, paper_id=str(m["paper_id"]), similarity=1.0 - float(d))
             for i, d, m in zip(ids, distances, metas, strict=True)
         ]
+
+
+def _redact(exc: Exception, secret: str | None) -> str:
+    """The error's text without the secret (a server's refusal may echo what it was sent)."""
+    text = str(exc)
+    return text.replace(secret, "[ASSISTANT_STORE__CHROMA_TOKEN]") if secret else text
+
+
+def _refused(exc: Exception) -> bool:
+    """The server turned the client away for want of (valid) credentials."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in ("401", "403", "unauthorized", "forbidden", "autherror"))
+
+
+def chroma_where_equal(fields: Mapping[str, str | int]) -> dict[str, Any] | None:
+    """Metadata equal to every one of these values, in Chroma's ``where`` syntax."""
+    clauses = [{key: value} for key, value in fields.items()]
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def chroma_where(where: Filter) -> dict[str, Any] | None:

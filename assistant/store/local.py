@@ -1,6 +1,7 @@
 """The product's store: a SQLite catalog (the journal), Chroma collections for chunk and sentence
-vectors, and a lexical index kept from the catalog's records (``segments``), all in one folder
-(or the vectors on a Chroma server).
+vectors, and a lexical index kept from the catalog's records (``segments``), all in one folder.
+(``ServerStore`` keeps the journal on a Chroma server and uses a ``LocalStore`` over a copy of
+it as its cache.)
 
 Order of writes for each batch: catalog rows ``pending`` -> stale vectors deleted -> vectors
 upserted (ids are ``paper:N`` and ``paper:sN``, so a retry overwrites rather than duplicates) ->
@@ -12,7 +13,7 @@ it. The lexical index follows the catalog's change records, written in the same 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -99,47 +100,12 @@ class LocalStore(Store):
             {pid: " ".join(words) for pid, words in zip(ids, terms, strict=True)},
         )
         try:
-            self._write_vectors(batch, before)
+            old_chunks = {pid: row[2] for pid, row in before.items()}
+            write_vectors(self.chunks, self.sentences, batch, old_chunks)
         except Exception as exc:
             self._fail(exc, [pid for pid in ids if pid not in before])
             raise
         self.catalog.set_state(ids, "ready")
-
-    def _write_vectors(
-        self, batch: Sequence[PaperVectors], before: dict[str, tuple[str, str, int]]
-    ) -> None:
-        stale: list[str] = []
-        for item in batch:
-            old_n = before.get(item.paper.paper_id, ("", "", 0))[2]
-            stale.extend(f"{item.paper.paper_id}:{i}" for i in range(len(item.chunks), old_n))
-        self.chunks.delete_ids(stale)
-        metas = {item.paper.paper_id: item.paper.metadata() for item in batch}
-        chunks = [c for item in batch for c in item.chunks]
-        self.chunks.upsert(
-            [c.chunk_id for c in chunks],
-            _stack([item.chunk_vectors for item in batch]),
-            [c.text for c in chunks],
-            [{**metas[c.paper_id], "chunk": c.index} for c in chunks],
-        )
-        sentences = self.sentences
-        if sentences is None:
-            return
-        sentences.delete_papers(
-            [item.paper.paper_id for item in batch if item.paper.paper_id in before]
-        )
-        rows = [
-            (
-                sentence_id(item.paper.paper_id, i),
-                text,
-                {**metas[item.paper.paper_id], "sentence": i},
-            )
-            for item in batch
-            for i, text in enumerate(item.sentences)
-        ]
-        vectors = [item.sentence_vectors for item in batch if item.sentence_vectors is not None]
-        sentences.upsert(
-            [r[0] for r in rows], _stack(vectors), [r[1] for r in rows], [r[2] for r in rows]
-        )
 
     def _fail(self, exc: Exception, new: list[str]) -> None:
         """On a full disk, take back the batch's new papers (readers never saw them: they were
@@ -257,6 +223,50 @@ class LocalStore(Store):
         self.catalog.close()
         self._collections.clear()
         self._lexical = None
+
+
+def write_vectors(
+    chunks: ChromaVectors,
+    sentences: ChromaVectors | None,
+    batch: Sequence[PaperVectors],
+    old_chunks: Mapping[str, int],
+) -> None:
+    """Write a batch's chunk and sentence vectors, replacing those of its papers' old versions
+    (``old_chunks``: how many chunks each stored paper had)."""
+    stale: list[str] = []
+    for item in batch:
+        old_n = old_chunks.get(item.paper.paper_id, 0)
+        stale.extend(f"{item.paper.paper_id}:{i}" for i in range(len(item.chunks), old_n))
+    chunks.delete_ids(stale)
+    metas = {item.paper.paper_id: item.paper.metadata() for item in batch}
+    rows = [c for item in batch for c in item.chunks]
+    chunks.upsert(
+        [c.chunk_id for c in rows],
+        _stack([item.chunk_vectors for item in batch]),
+        [c.text for c in rows],
+        [{**metas[c.paper_id], "chunk": c.index} for c in rows],
+    )
+    if sentences is None:
+        return
+    sentences.delete_papers(
+        [item.paper.paper_id for item in batch if item.paper.paper_id in old_chunks]
+    )
+    sentence_rows = [
+        (
+            sentence_id(item.paper.paper_id, i),
+            text,
+            {**metas[item.paper.paper_id], "sentence": i},
+        )
+        for item in batch
+        for i, text in enumerate(item.sentences)
+    ]
+    vectors = [item.sentence_vectors for item in batch if item.sentence_vectors is not None]
+    sentences.upsert(
+        [r[0] for r in sentence_rows],
+        _stack(vectors),
+        [r[1] for r in sentence_rows],
+        [r[2] for r in sentence_rows],
+    )
 
 
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
