@@ -17,7 +17,7 @@ import numpy as np
 from assistant.answer import Answer
 from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
-from assistant.corpus import LoadResult, Paper, load_corpus
+from assistant.corpus import LoadResult, Paper, stream_corpus
 from assistant.diskspace import is_disk_full
 from assistant.embeddings import Embedder, make_embedder
 from assistant.errors import (
@@ -199,7 +199,7 @@ class Assistant:
         ``rebuild`` first moves the store's files aside (see ``IngestReport.moved_aside``) and
         builds it anew from ``paths``: the remedy for a damaged catalog."""
         chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
-        loaded = load_corpus(chosen, max_chars=self.settings.corpus.max_abstract_chars)
+        loaded = stream_corpus(chosen, max_chars=self.settings.corpus.max_abstract_chars)
         return self._write(loaded, prune, progress, wait, on_wait, rebuild)
 
     def ingest_papers(
@@ -238,7 +238,8 @@ class Assistant:
             self._may_create = True
             return self._ingestor().run(loaded, prune=prune, progress=progress)
         server = bool(self.settings.store.chroma_url)
-        if not loaded.papers and not server and not (self.store_dir / CATALOG_FILE).exists():
+        new_store = not server and not (self.store_dir / CATALOG_FILE).exists()
+        if new_store and next(loaded.stream(), None) is None:
             # Nothing to write and no store yet: creating an empty one would only make the next
             # read command look at a store that seems valid and answers nothing.
             return IngestReport(files=len(loaded.files), problems=loaded.problems, created=False)

@@ -8,11 +8,12 @@ fatal to the rest of the batch.
 
 from __future__ import annotations
 
+import codecs
 import csv
-import io
+import itertools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,6 @@ from assistant.labels import derive_label
 from assistant.text import content_key, fingerprint, normalize_text
 
 SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _OPTIONAL = ("title", "authors", "year", "url", "venue")
 _POSITION = {"seed": "abstract", "jsonl": "line", "csv": "row"}  # what "#3" counts, per format
 
@@ -113,21 +113,40 @@ class Paper:
 
 @dataclass
 class LoadResult:
+    """Papers to ingest and what reading them found. Built in memory (``papers``), or read from
+    files as a stream (``source``, see ``stream_corpus``), as often as it is iterated."""
+
     papers: list[Paper] = field(default_factory=list)
     problems: list[InputFileError] = field(default_factory=list)
     duplicates: int = 0
     files: list[Path] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)  # first lines of seed files
     warnings: list[str] = field(default_factory=list)  # abstracts cut to the size limit
+    source: Callable[[], Iterator[Paper]] | None = field(default=None, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
 
     def add(self, paper: Paper) -> None:
         """Keep the paper unless one with the same id is already here (then count it)."""
+        if self.keep(paper):
+            self.papers.append(paper)
+
+    def keep(self, paper: Paper) -> bool:
+        """False (and counted) when a paper with the same id came before."""
         if paper.paper_id in self._seen:
             self.duplicates += 1
-            return
+            return False
         self._seen.add(paper.paper_id)
-        self.papers.append(paper)
+        return True
+
+    def reset(self) -> None:
+        """Forget what the last pass over the files found (a new pass finds it again)."""
+        self.problems, self.files, self.headers, self.warnings = [], [], [], []
+        self.duplicates = 0
+        self._seen = set()
+
+    def stream(self) -> Iterator[Paper]:
+        """The papers, from the files when there are files, else from memory."""
+        return self.source() if self.source is not None else iter(self.papers)
 
 
 def _readable(abstract: str) -> str:
@@ -188,27 +207,39 @@ def _cut(record: dict[str, Any], max_chars: int | None, where: str) -> str | Non
     )
 
 
-def _read_text(path: Path) -> str:
-    """Decoded file content, or an InputFileError that says how to fix the file."""
+def _encoding(path: Path) -> str:
+    """The encoding to read the file with, after checking all of it decodes (a pass over the
+    bytes, a block at a time: nothing is held), or an InputFileError that says how to fix it."""
     if not path.exists():
         raise InputFileError(str(path), "no such file or folder; check the path")
-    data = path.read_bytes()
-    if not data.strip():
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+        utf16 = head.startswith((b"\xff\xfe", b"\xfe\xff"))
+        if b"\x00" in head and not utf16:
+            raise InputFileError(
+                str(path), "looks binary, not text; give a .txt, .jsonl or .csv file of abstracts"
+            )
+        encoding = "utf-16" if utf16 else "utf-8-sig"
+        decoder = codecs.getincrementaldecoder(encoding)()
+        offset, blank, block = 0, True, head
+        while True:
+            try:
+                text = decoder.decode(block, final=not block)  # the last call: nothing left over
+            except UnicodeDecodeError as exc:
+                where = offset - len(decoder.getstate()[0]) + exc.start
+                raise InputFileError(
+                    str(path),
+                    f"not valid UTF-8 (byte {where}); re-save it as UTF-8, "
+                    f"e.g. iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}",
+                ) from exc
+            blank = blank and not text.strip()
+            if not block:
+                break
+            offset += len(block)
+            block = handle.read(1 << 16)
+    if blank:
         raise InputFileError(str(path), "file is empty; nothing to ingest")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    if b"\x00" in data[:8192]:
-        raise InputFileError(
-            str(path), "looks binary, not text; give a .txt, .jsonl or .csv file of abstracts"
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputFileError(
-            str(path),
-            f"not valid UTF-8 (byte {exc.start}); re-save it as UTF-8, "
-            f"e.g. iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}",
-        ) from exc
+    return encoding
 
 
 # A seed file's header that names a venue and year: "NeurIPS 2025 Papers", "ICML 2024".
@@ -221,16 +252,30 @@ def seed_header_metadata(header: str) -> dict[str, Any]:
     return {"venue": match.group(1), "year": int(match.group(2))} if match else {}
 
 
-def _seed_records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    body = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)
-    paragraphs = [p for p in _PARAGRAPH_BREAK.split(body[1] if len(body) > 1 else "") if p.strip()]
-    shared = seed_header_metadata(body[0])
-    for position, paragraph in enumerate(paragraphs, start=1):
-        yield position, {"abstract": paragraph, **shared}
+def _seed_records(lines: Iterable[str], headers: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One record per paragraph after the header line (paragraphs end at a line of nothing but
+    spaces and tabs); the header goes to ``headers``."""
+    shared: dict[str, Any] = {}
+    paragraph: list[str] = []
+    position = 0
+    for number, line in enumerate(lines):
+        line = line.rstrip("\n")
+        if number == 0:
+            headers.append(normalize_text(line.lstrip("\ufeff")))
+            shared = seed_header_metadata(line)
+        elif line.strip(" \t") or not paragraph:
+            paragraph.append(line)
+        else:
+            if "".join(paragraph).strip():
+                position += 1
+                yield position, {"abstract": "\n".join(paragraph), **shared}
+            paragraph = []
+    if "".join(paragraph).strip():
+        yield position + 1, {"abstract": "\n".join(paragraph), **shared}
 
 
-def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    for line_no, line in enumerate(text.splitlines(), start=1):
+def _jsonl_records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -244,8 +289,8 @@ def _jsonl_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any] 
         yield line_no, record
 
 
-def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    reader = csv.DictReader(io.StringIO(text))
+def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(lines)
     columns = {c.strip().lower(): c for c in (reader.fieldnames or []) if c}
     if "abstract" not in columns:
         found = ", ".join(columns) or "none"
@@ -258,43 +303,62 @@ def _csv_records(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield row_no, {key: row.get(original) for key, original in columns.items()}
 
 
-def load_file(
-    path: Path, max_chars: int | None = None, warnings: list[str] | None = None
-) -> tuple[list[Paper], list[InputFileError]]:
-    """Papers of one file, and the rows of it that could not be read. Abstracts longer than
-    ``max_chars`` are cut, and a line saying so is added to ``warnings``."""
+def iter_file(
+    path: Path,
+    max_chars: int | None = None,
+    warnings: list[str] | None = None,
+    headers: list[str] | None = None,
+) -> Iterator[Paper | InputFileError]:
+    """Papers of one file, read as a stream, and the rows of it that could not be read, in file
+    order. Abstracts longer than ``max_chars`` are cut, and a line saying so is added to
+    ``warnings``; a seed file's header line goes to ``headers``. A file that cannot be read at
+    all raises InputFileError before anything is yielded."""
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None and path.exists():
         raise InputFileError(
             str(path), f"unknown file type {path.suffix or '(none)'}; use .txt, .jsonl or .csv"
         )
-    text = _read_text(path)
-    rows: Iterable[tuple[int, dict[str, Any] | str]]
-    if kind == "seed":
-        rows = _seed_records(text)
-    elif kind == "jsonl":
-        rows = _jsonl_records(text, path)
-    else:
-        rows = _csv_records(text, path)
-    papers: list[Paper] = []
-    problems: list[InputFileError] = []
-    for position, record in rows:
-        if isinstance(record, str):
-            problems.append(InputFileError(f"{path}", record))
-            continue
-        note = _cut(record, max_chars, f"{path}:{position}")
-        if note is not None and warnings is not None:
-            warnings.append(note)
-        try:
-            papers.append(make_paper(record, f"{path.name}#{position}"))
-        except ValueError as exc:
-            problems.append(InputFileError(f"{path}#{position}", f"{exc}; row skipped"))
-    if not papers and not problems:
+    encoding = _encoding(path)
+    with path.open(encoding=encoding, newline="" if kind == "csv" else None) as handle:
+        rows: Iterable[tuple[int, dict[str, Any] | str]]
+        if kind == "seed":
+            rows = _seed_records(handle, headers if headers is not None else [])
+        elif kind == "jsonl":
+            rows = _jsonl_records(handle)
+        else:
+            rows = _csv_records(handle, path)
+        found = False
+        for position, record in rows:
+            found = True
+            if isinstance(record, str):
+                yield InputFileError(f"{path}", record)
+                continue
+            note = _cut(record, max_chars, f"{path}:{position}")
+            if note is not None and warnings is not None:
+                warnings.append(note)
+            try:
+                yield make_paper(record, f"{path.name}#{position}")
+            except ValueError as exc:
+                yield InputFileError(f"{path}#{position}", f"{exc}; row skipped")
+    if not found:
         raise InputFileError(
             str(path),
             "no abstracts found (expected a header line, then "
             "one abstract per paragraph, or JSONL/CSV with an 'abstract' field)",
         )
+
+
+def load_file(
+    path: Path, max_chars: int | None = None, warnings: list[str] | None = None
+) -> tuple[list[Paper], list[InputFileError]]:
+    """Papers of one file, and the rows of it that could not be read (see ``iter_file``)."""
+    papers: list[Paper] = []
+    problems: list[InputFileError] = []
+    for item in iter_file(path, max_chars, warnings):
+        if isinstance(item, InputFileError):
+            problems.append(item)
+        else:
+            papers.append(item)
     return papers, problems
 
 
@@ -308,20 +372,34 @@ def expand_paths(paths: Iterable[Path]) -> Iterator[Path]:
 
 
 def load_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
-    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins); abstracts
-    over ``max_chars`` are cut to it, each with a warning in ``LoadResult.warnings``."""
+    """Every paper from every path, in memory (see ``stream_corpus``)."""
+    result = stream_corpus(paths, max_chars)
+    result.papers = list(result.stream())
+    return result
+
+
+def stream_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
+    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins), read as
+    a stream each time ``stream()`` is iterated: problems, files, headers and warnings fill in
+    as it goes. Abstracts over ``max_chars`` are cut to it, each with a warning."""
+    chosen = list(paths)
     result = LoadResult()
-    for path in expand_paths(paths):
-        try:
-            papers, problems = load_file(path, max_chars, result.warnings)
-        except InputFileError as exc:
-            result.problems.append(exc)
-            continue
-        result.files.append(path)
-        result.problems.extend(problems)
-        if SUFFIXES.get(path.suffix.lower()) == "seed":
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                result.headers.append(normalize_text(handle.readline().lstrip("\ufeff")))
-        for paper in papers:
-            result.add(paper)
+
+    def read() -> Iterator[Paper]:
+        result.reset()
+        for path in expand_paths(chosen):
+            try:
+                items = iter_file(path, max_chars, result.warnings, result.headers)
+                first = next(items, None)  # a file that cannot be read fails here, whole
+            except InputFileError as exc:
+                result.problems.append(exc)
+                continue
+            result.files.append(path)
+            for item in itertools.chain([first] if first is not None else [], items):
+                if isinstance(item, InputFileError):
+                    result.problems.append(item)
+                elif result.keep(item):
+                    yield item
+
+    result.source = read
     return result

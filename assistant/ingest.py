@@ -8,7 +8,7 @@ at the start of the next one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,13 +64,17 @@ class IngestReport:
 
 @dataclass
 class Plan:
-    """What an ingest run will do with each incoming paper."""
+    """What an ingest run will do with the incoming papers: ids only, so it stays small."""
 
-    to_write: list[Paper] = field(default_factory=list)  # new or changed text: embedded
-    in_place: list[tuple[Paper, Paper]] = field(default_factory=list)  # (stored, new) records
+    incoming: set[str] = field(default_factory=set)
+    to_write: set[str] = field(default_factory=set)  # new or changed text, or vectors lost
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    repaired: int = 0
+
+
+WINDOW = 1000  # incoming papers compared with the store at a time
 
 
 class Ingestor:
@@ -86,93 +90,115 @@ class Ingestor:
     def run(
         self, loaded: LoadResult, prune: bool = False, progress: Progress | None = None
     ) -> IngestReport:
+        """Two passes over the input, each a stream: the first works out what changed (ids
+        only), the second embeds and writes it. Memory holds a window of papers, not the
+        corpus."""
+        # Vectors gone from under the journal: those of ready papers are embedded again (from
+        # the store's own copy, given or not); those of papers it does not hold are dropped.
+        broken = self.store.repair()
+        # A different chunker means every paper's chunks change: rewrite all of them.
+        config_changed = self.store.get_meta("config") not in (None, self._config_key())
+        plan = self._plan(loaded, broken, config_changed)
         report = IngestReport(
+            added=plan.added,
+            updated=plan.updated,
+            unchanged=plan.unchanged,
             duplicates=loaded.duplicates,
             files=len(loaded.files),
             problems=list(loaded.problems),
             warnings=list(loaded.warnings),
         )
-        entries = self.store.entries()
-        incoming = {p.paper_id for p in loaded.papers}
-        # A different chunker means every paper's chunks change: rewrite all of them.
-        config_changed = self.store.get_meta("config") not in (None, self._config_key())
-
-        # 1. Finish what an interrupted run left: pending papers not in this input, and
-        #    papers being deleted, are removed; pending papers in this input are rewritten below.
-        report.recovered = sum(1 for e in entries.values() if e.state != "ready")
-        leftovers = [
-            pid
-            for pid, e in entries.items()
-            if e.state == "deleting" or (e.state == "pending" and pid not in incoming)
-        ]
-        self._remove(leftovers, entries)
-        # ...and what is gone from under the journal: vectors of ready papers (re-embedded from
-        # the store's own copy, given or not); vectors of papers it does not hold are dropped.
-        broken = self.store.papers(sorted(self.store.repair()))
-
-        # 2. Work out what changed: only new papers and papers whose text changed are embedded;
-        #    papers whose vectors are gone are embedded again (repaired), given or not.
-        intact = {
-            p.paper_id
-            for p in loaded.papers
-            if p.paper_id in broken and broken[p.paper_id].fingerprint == p.fingerprint
-        }
-        plan = self._plan(
-            [p for p in loaded.papers if p.paper_id not in intact], entries, config_changed
+        # Finish what an interrupted run left: pending papers not in this input, and papers
+        # being deleted, are removed; pending papers in this input are rewritten.
+        unfinished = self.store.unfinished()
+        report.recovered = len(unfinished)
+        self.store.remove(
+            [
+                pid
+                for pid, e in unfinished.items()
+                if e.state == "deleting" or (e.state == "pending" and pid not in plan.incoming)
+            ]
         )
-        report.added, report.updated, report.unchanged = plan.added, plan.updated, plan.unchanged
-        to_write = plan.to_write
-        given = {p.paper_id for p in to_write}
-        repairs = [p for p in loaded.papers if p.paper_id in intact]
-        repairs += [p for pid, p in broken.items() if pid not in given and pid not in intact]
-        report.repaired = len(repairs)
-        to_write.extend(repairs)
-
-        # 3. Write in batches; unchanged texts with a new record are updated in place.
-        self.store.update_records([new for _, new in plan.in_place])
         self.store.set_meta("config", self._config_key())
         if loaded.headers and self.store.get_meta("title") is None:
             self.store.set_meta("title", max(set(loaded.headers), key=loaded.headers.count))
+
+        orphans = sorted(broken - plan.incoming)  # lost vectors of papers not given: stored copy
+        report.repaired = plan.repaired + len(orphans)
+        total = len(plan.to_write) + len(orphans)
         done = 0
         if progress:
-            progress(0, len(to_write))
-        for start in range(0, len(to_write), self.batch_papers):
-            batch = to_write[start : start + self.batch_papers]
+            progress(0, total)
+        for batch in self._to_write(loaded, plan.to_write, orphans):
             report.chunks_written += self._write_batch(batch)
             done += len(batch)
             if progress:
-                progress(done, len(to_write))
+                progress(done, total)
 
-        # 4. Prune papers whose source is no longer given; never on input that failed to load,
-        #    where a mistyped or unreadable file would otherwise empty the store.
+        # Prune papers whose source is no longer given; never on input that failed to load,
+        # where a mistyped or unreadable file would otherwise empty the store.
         report.prune_skipped = prune and bool(report.problems)
         if prune and not report.prune_skipped:
-            gone = [pid for pid, e in entries.items() if e.state == "ready" and pid not in incoming]
-            self._remove(gone, entries)
+            entries = self.store.entries()
+            gone = [pid for pid, e in entries.items() if e.state == "ready"]
+            gone = [pid for pid in gone if pid not in plan.incoming]
+            self.store.remove(gone)
             report.removed = len(gone)
         self.store.flush()
         return report
 
-    def _plan(self, papers: Sequence[Paper], entries: dict[str, Entry], rewrite_all: bool) -> Plan:
-        """Sort papers into new, changed (to embed) and unchanged. A paper is unchanged when its
-        title and abstract are: its position, metadata and label do not count. A fingerprint of
-        an older kind (they included the position, or the label) is judged by the stored text."""
+    def _plan(self, loaded: LoadResult, broken: set[str], rewrite_all: bool) -> Plan:
+        """First pass: sort papers into new, changed (to embed) and unchanged, a window at a
+        time. A paper is unchanged when its title and abstract are: its position, metadata and
+        label do not count, and a new record for it is written in place at once. A fingerprint
+        of an older kind (they included the position, or the label) is judged by the stored
+        text. A given paper whose vectors are gone is embedded again (repaired)."""
         plan = Plan()
-        ready = [p.paper_id for p in papers if _state(entries, p.paper_id) == "ready"]
-        stored = {} if rewrite_all else self.store.papers(ready)
-        for paper in papers:
-            known = stored.get(paper.paper_id)
-            if known is not None and known.fingerprint == paper.fingerprint:
-                plan.unchanged += 1
-                if known != paper or entries[paper.paper_id].fingerprint != paper.fingerprint:
-                    plan.in_place.append((known, paper))
-                continue
-            plan.to_write.append(paper)
-            if _state(entries, paper.paper_id) == "ready":
-                plan.updated += 1
-            else:
-                plan.added += 1
+        for window in _windows(loaded.stream(), WINDOW):
+            ids = [p.paper_id for p in window]
+            plan.incoming.update(ids)
+            entries = self.store.entries(ids)
+            ready = [pid for pid in ids if _state(entries, pid) == "ready"]
+            stored = {} if rewrite_all else self.store.papers(ready)
+            in_place = []
+            for paper in window:
+                known = stored.get(paper.paper_id)
+                if known is not None and known.fingerprint == paper.fingerprint:
+                    if paper.paper_id in broken:
+                        plan.repaired += 1
+                        plan.to_write.add(paper.paper_id)
+                        continue
+                    plan.unchanged += 1
+                    if known != paper or entries[paper.paper_id].fingerprint != paper.fingerprint:
+                        in_place.append(paper)
+                    continue
+                plan.to_write.add(paper.paper_id)
+                if _state(entries, paper.paper_id) == "ready":
+                    plan.updated += 1
+                else:
+                    plan.added += 1
+            self.store.update_records(in_place)
         return plan
+
+    def _to_write(
+        self, loaded: LoadResult, wanted: set[str], orphans: list[str]
+    ) -> Iterator[list[Paper]]:
+        """Second pass: the planned papers in batches, read again from the input, then the
+        papers whose vectors were lost and that were not given, from the store's copy."""
+        batch: list[Paper] = []
+        for paper in loaded.stream():
+            if paper.paper_id in wanted:
+                wanted.discard(paper.paper_id)
+                batch.append(paper)
+                if len(batch) == self.batch_papers:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+        for start in range(0, len(orphans), self.batch_papers):
+            found = self.store.papers(orphans[start : start + self.batch_papers])
+            if found:
+                yield list(found.values())
 
     def _write_batch(self, batch: Sequence[Paper]) -> int:
         """Chunk, split into sentences and embed a batch of papers, then hand it to the store."""
@@ -197,13 +223,6 @@ class Ingestor:
             item.sentence_vectors = vectors[at : at + len(item.sentences)]
             at += len(item.sentences)
 
-    def _remove(self, paper_ids: Sequence[str], entries: dict[str, Entry]) -> None:
-        if not paper_ids:
-            return
-        self.store.remove(paper_ids)
-        for pid in paper_ids:
-            entries.pop(pid, None)
-
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
 
@@ -211,3 +230,14 @@ _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
 def _state(entries: dict[str, Entry], paper_id: str) -> str | None:
     entry = entries.get(paper_id)
     return entry.state if entry else None
+
+
+def _windows(papers: Iterable[Paper], size: int) -> Iterator[list[Paper]]:
+    window: list[Paper] = []
+    for paper in papers:
+        window.append(paper)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window

@@ -92,8 +92,12 @@ class Store(ABC):
 
     # -- the journal ------------------------------------------------------------------------
     @abstractmethod
-    def entries(self) -> dict[str, Entry]:
-        """Every paper the store knows, ready or not."""
+    def entries(self, paper_ids: Sequence[str] | None = None) -> dict[str, Entry]:
+        """Every paper the store knows, ready or not; or those of ``paper_ids`` it knows."""
+
+    def unfinished(self) -> dict[str, Entry]:
+        """Papers an interrupted run left pending or deleting."""
+        return {pid: e for pid, e in self.entries().items() if e.state != "ready"}
 
     @abstractmethod
     def write(self, batch: Sequence[PaperVectors]) -> None:

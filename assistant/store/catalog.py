@@ -197,6 +197,13 @@ class Catalog:
             found.update({r[0]: (r[1], r[2], r[3]) for r in rows})
         return found
 
+    def unfinished(self) -> dict[str, tuple[str, str, int]]:
+        """states() of the papers that are not ready (by the state index)."""
+        rows = self._db.execute(
+            "SELECT paper_id, fingerprint, state, n_chunks FROM papers WHERE state != 'ready'"
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
     def update_in_place(self, papers: Sequence[Paper]) -> None:
         """Rewrite the record of papers whose title and abstract (so chunks and vectors) are
         unchanged: position, label, authors, year, venue, URL, and the fingerprint, which may be

@@ -86,8 +86,11 @@ class LocalStore(Store):
             ) from exc
 
     # -- the journal ------------------------------------------------------------------------
-    def entries(self) -> dict[str, Entry]:
-        return {pid: Entry(*row) for pid, row in self.catalog.states().items()}
+    def entries(self, paper_ids: Sequence[str] | None = None) -> dict[str, Entry]:
+        return {pid: Entry(*row) for pid, row in self.catalog.states(paper_ids).items()}
+
+    def unfinished(self) -> dict[str, Entry]:
+        return {pid: Entry(*row) for pid, row in self.catalog.unfinished().items()}
 
     def write(self, batch: Sequence[PaperVectors]) -> None:
         if not batch:

@@ -39,9 +39,12 @@ class MemoryStore(Store):
         self._lock = threading.Lock()
 
     # -- the journal ------------------------------------------------------------------------
-    def entries(self) -> dict[str, Entry]:
+    def entries(self, paper_ids: Sequence[str] | None = None) -> dict[str, Entry]:
+        wanted = self._records if paper_ids is None else paper_ids
         return {
-            pid: Entry(r.fingerprint, "ready", len(r.chunks)) for pid, r in self._records.items()
+            pid: Entry(self._records[pid].fingerprint, "ready", len(self._records[pid].chunks))
+            for pid in wanted
+            if pid in self._records
         }
 
     def write(self, batch: Sequence[PaperVectors]) -> None:

@@ -263,8 +263,11 @@ class ServerStore(Store):
         )
         return {record[0]: _parse(record) for record in records}
 
-    def entries(self) -> dict[str, Entry]:
-        return {pid: e for pid, (_, e) in self._server_papers(abstracts=False).items()}
+    def entries(self, paper_ids: Sequence[str] | None = None) -> dict[str, Entry]:
+        if paper_ids is not None and not paper_ids:
+            return {}
+        found = self._server_papers(paper_ids, abstracts=False)
+        return {pid: e for pid, (_, e) in found.items()}
 
     def write(self, batch: Sequence[PaperVectors]) -> None:
         if not batch:
