@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,7 +163,7 @@ class HybridRetriever:
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
         dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
-        vector = self.embedder.embed_query(query) if dense else None
+        vector = self._embed_while_warming(query) if dense else None
         # Papers have a few chunks and many sentences: ask for enough to cover n papers.
         chunk_matches: list[Match] = []
         if vector is not None and (cfg.head_weight or cfg.chunk_weight):
@@ -174,6 +175,15 @@ class HybridRetriever:
             sentences = _best_per_paper(self.store.nearest("sentences", vector, n * 6, where), n)
         lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
         return Candidates(heads, chunks, sentences, lexical)
+
+    def _embed_while_warming(self, query: str) -> np.ndarray:
+        """The query's vector; the store opens what it needs meanwhile. On a cold start the
+        two overlap (the model runs outside the GIL while chromadb is imported); warm, both
+        are quick."""
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            vector = pool.submit(self.embedder.embed_query, query)
+            self.store.warm()
+            return vector.result()
 
     def fuse(self, found: Candidates) -> list[tuple[str, float]]:
         cfg = self.settings

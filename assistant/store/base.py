@@ -127,6 +127,9 @@ class Store(ABC):
         the folder's file lock, which the caller holds."""
         yield
 
+    def warm(self) -> None:  # noqa: B027 -- nothing to open by default
+        """Open what a search reads (a search calls it while the query is being embedded)."""
+
     def flush(self) -> None:  # noqa: B027 -- a store without derived indexes has nothing to do
         """Bring derived indexes up to date (the end of an ingest)."""
 

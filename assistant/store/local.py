@@ -157,6 +157,11 @@ class LocalStore(Store):
             self.sentences.delete_ids(gaps.orphan_sentences)
         return gaps.missing
 
+    def warm(self) -> None:
+        self.chunks  # noqa: B018 -- opening a collection imports chromadb, the slow part
+        if self.keeps_sentences:
+            self.collection("sentences")
+
     def flush(self) -> None:
         """Fold the lexical delta into a new base once it has grown (most ingests do not)."""
         with self._disk_full_said():
