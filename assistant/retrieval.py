@@ -151,7 +151,7 @@ def _best_per_paper(matches: Sequence[Match], n: int) -> list[tuple[str, str, fl
 def _heads(matches: Sequence[Match], n: int) -> list[tuple[str, str, float]]:
     """Papers whose first chunk (``paper:0``: title and opening, how the whole abstract reads)
     is among the matches, by its similarity."""
-    return _best_per_paper([m for m in matches if m.item_id.endswith(":0")], n)
+    return _best_per_paper([m for m in matches if m.item_id == f"{m.paper_id}:0"], n)
 
 
 class HybridRetriever:

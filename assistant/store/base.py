@@ -13,13 +13,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from assistant.chunking import Chunk
 from assistant.corpus import Paper
-from assistant.store.health import Health
+
+if TYPE_CHECKING:
+    from assistant.store.health import Health
 
 Kind = Literal["chunks", "sentences"]
 
@@ -83,6 +85,11 @@ class PaperVectors:
 
 def sentence_id(paper_id: str, index: int) -> str:
     return f"{paper_id}:s{index}"
+
+
+def paper_of(vector_id: str) -> str:
+    """The paper a vector belongs to: ids are ``paper_id:N`` (chunks) or ``paper_id:sN``."""
+    return vector_id.rsplit(":", 1)[0]
 
 
 class Store(ABC):

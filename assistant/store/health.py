@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.chunking import sentences_of
+from assistant.store.base import paper_of
 from assistant.store.catalog import CATALOG_FILE, Catalog
 
 if TYPE_CHECKING:
@@ -23,11 +24,6 @@ if TYPE_CHECKING:
 
 # What a store folder holds besides the writer lock, which stays where it is.
 STORE_PARTS = (CATALOG_FILE, f"{CATALOG_FILE}-wal", f"{CATALOG_FILE}-shm", "chroma", "bm25")
-
-
-def paper_of(vector_id: str) -> str:
-    """The paper a vector belongs to: ids are ``paper_id:N`` (chunks) or ``paper_id:sN``."""
-    return vector_id.rsplit(":", 1)[0]
 
 
 @dataclass

@@ -16,7 +16,16 @@ import numpy as np
 
 from assistant.corpus import Paper
 from assistant.lexical import analyze
-from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
+from assistant.store.base import (
+    Entry,
+    Filter,
+    Kind,
+    Match,
+    PaperVectors,
+    Store,
+    paper_of,
+    sentence_id,
+)
 from assistant.store.health import Health, VectorGaps
 
 
@@ -84,7 +93,7 @@ class MemoryStore(Store):
 
     def _drop_vectors(self, paper_id: str) -> None:
         for vectors in self._vectors.values():
-            for key in [k for k in vectors if k.rsplit(":", 1)[0] == paper_id]:
+            for key in [k for k in vectors if paper_of(k) == paper_id]:
                 del vectors[key]
 
     def repair(self) -> set[str]:
@@ -118,9 +127,9 @@ class MemoryStore(Store):
 
     def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
         rows = [
-            (item_id, item_id.rsplit(":", 1)[0], v)
+            (item_id, paper_of(item_id), v)
             for item_id, v in self._vectors[kind].items()
-            if where.accepts(self._records[item_id.rsplit(":", 1)[0]].paper)
+            if where.accepts(self._records[paper_of(item_id)].paper)
         ]
         if not rows:
             return []
