@@ -110,6 +110,12 @@ def main() -> None:
     help="Move the store's files aside (renamed, nothing deleted) and build it anew from PATHS: "
     "the remedy for a damaged catalog.",
 )
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Read no input (not even the shipped corpus): re-embed lost vectors from the store's "
+    "own copy, drop vectors of no paper, take out what an interrupted ingest left unfinished.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @store_options
 def ingest(
@@ -117,6 +123,7 @@ def ingest(
     prune: bool,
     no_wait: bool,
     rebuild: bool,
+    repair: bool,
     as_json: bool,
     store: Path | None,
     chroma_url: str | None,
@@ -132,6 +139,8 @@ def ingest(
     from assistant import render
     from assistant.terminal import make_console
 
+    if repair and (paths or prune or rebuild):
+        raise click.UsageError("--repair reads no input: give it no PATHS, --prune or --rebuild")
     with make_assistant(store, chroma_url) as assistant:
         quiet = as_json or not err_console().is_terminal
         with Progress(
@@ -144,14 +153,19 @@ def ingest(
             transient=True,
         ) as bar:
             task = bar.add_task("embedding papers", total=None)
-            report = assistant.ingest(
-                list(paths) or None,
-                prune=prune,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-                wait=not no_wait,
-                on_wait=lambda message: err_console().print(message, highlight=False),
-                rebuild=rebuild,
-            )
+            progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+            said = lambda message: err_console().print(message, highlight=False)  # noqa: E731
+            if repair:
+                report = assistant.repair(progress=progress, wait=not no_wait, on_wait=said)
+            else:
+                report = assistant.ingest(
+                    list(paths) or None,
+                    prune=prune,
+                    progress=progress,
+                    wait=not no_wait,
+                    on_wait=said,
+                    rebuild=rebuild,
+                )
         if report.moved_aside:
             err_console().print(
                 f"moved the old store's files to {report.moved_aside} (nothing deleted)",

@@ -202,6 +202,18 @@ class Assistant:
         loaded = stream_corpus(chosen, max_chars=self.settings.corpus.max_abstract_chars)
         return self._write(loaded, prune, progress, wait, on_wait, rebuild)
 
+    def repair(
+        self,
+        *,
+        progress: Progress | None = None,
+        wait: bool = True,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> IngestReport:
+        """Bring the store in line with its journal, reading no input: vectors that are gone
+        are embedded again from the store's own copy, vectors of no paper dropped, and papers an
+        interrupted run left unfinished taken out (run that ingest again to add them)."""
+        return self._write(LoadResult(), False, progress, wait, on_wait)
+
     def ingest_papers(
         self,
         papers: Iterable[Paper],
@@ -252,7 +264,7 @@ class Assistant:
             raise AssistantError(
                 f"the catalog in {self.store_dir} is readable, so there is nothing to rebuild "
                 "(--rebuild is the remedy for a damaged catalog); `assistant info --check` "
-                "says what disagrees and `assistant ingest` repairs it"
+                "says what disagrees and `assistant ingest --repair` repairs it"
             )
         with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
             # Whatever this process opened before it held the lock may predate another
@@ -403,9 +415,7 @@ class Assistant:
             "model": self.provider.model,
             "chunker": self._chunker().name,
             "lexical": sizes["lexical"],
-            "problems": self.health().problems(
-                f"assistant ingest{_store_flags(self.store_dir, self.settings)}"
-            ),
+            "problems": self.health().problems(_store_flags(self.store_dir, self.settings)),
         }
 
     def close(self) -> None:

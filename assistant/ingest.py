@@ -17,7 +17,7 @@ from assistant.chunking import Chunker, sentences_of
 from assistant.corpus import LoadResult, Paper
 from assistant.embeddings import Embedder
 from assistant.errors import InputFileError
-from assistant.store.base import Entry, PaperVectors, Store
+from assistant.store.base import Entry, Filter, PaperVectors, Store
 
 Progress = Callable[[int, int], None]  # (papers done, papers to do)
 
@@ -75,6 +75,7 @@ class Plan:
 
 
 WINDOW = 1000  # incoming papers compared with the store at a time
+MAX_FILES_CHECKED = 50  # files looked at for papers left behind (each check reads the catalog)
 
 
 class Ingestor:
@@ -144,8 +145,27 @@ class Ingestor:
             gone = [pid for pid in gone if pid not in plan.incoming]
             self.store.remove(gone)
             report.removed = len(gone)
+        else:
+            report.warnings += self._left_behind(loaded, plan.incoming)
         self.store.flush()
         return report
+
+    def _left_behind(self, loaded: LoadResult, incoming: set[str]) -> list[str]:
+        """A line for each file given that the store holds papers from which are no longer in
+        it: an abstract edited (without an ``id``, an edit is a new paper) or a line deleted.
+        Files are told apart by name, as ``--filter source_file=`` does."""
+        if len(loaded.files) > MAX_FILES_CHECKED:
+            return []
+        notes = []
+        for name in dict.fromkeys(path.name for path in loaded.files):
+            stale = self.store.matching(Filter(source_file=name)) - incoming
+            if stale:
+                notes.append(
+                    f"{len(stale)} paper(s) ingested earlier from {name} are no longer in it "
+                    "(edited or deleted); they stay searchable until `assistant ingest` is run "
+                    "with --prune and every path the store should keep"
+                )
+        return notes
 
     def _plan(self, loaded: LoadResult, broken: set[str], rewrite_all: bool) -> Plan:
         """First pass: sort papers into new, changed (to embed) and unchanged, a window at a

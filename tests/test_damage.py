@@ -98,12 +98,15 @@ def test_deleted_vectors_are_reported_then_re_embedded(store: Path, sources: Pat
     shutil.rmtree(store / "chroma")
     code, details, err = info(store)
     assert code == 1 and details["vectors"] == 0
-    remedy = f"`assistant ingest --store {store}` re-embeds them"  # the flags of this store
+    remedy = f"`assistant ingest --repair --store {store}` re-embeds them"  # this store's flags
     assert f"warning: 20 of 20 papers have lost vectors; {remedy}" in err
-    code, out, err = run("ingest", str(sources), "--store", str(store))
+    # The remedy reads no input: the shipped corpus is not added to the store.
+    code, out, err = run("ingest", "--repair", "--store", str(store))
     assert code == 0, err
     text = " ".join(out.split())
     assert "0 added" in text and "0 unchanged" in text and "20 repaired" in text
+    code, details, err = info(store)
+    assert code == 0 and details["papers"] == 20 and details["problems"] == []
     code, details, err = info(store)
     assert (code, details["problems"], details["vectors"]) == (0, [], details["chunks"])
     hit = run("search", "--json", "learning", "-k", "3", "--store", str(store))[1]

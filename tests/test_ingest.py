@@ -178,3 +178,27 @@ def test_sigkill_mid_ingest_is_repaired_by_the_next_run(tmp_path: Path, corpus_p
         assert report.unchanged >= 6 and report.added + report.unchanged == 30
         _consistent(resumed)
         assert resumed.info()["papers"] == 30
+
+
+def test_an_edit_without_id_is_said_to_leave_the_old_version(tmp_path: Path):
+    """Without an id an edited abstract is a new paper: the run says the old one is still
+    there, and --prune with every path takes it out."""
+    from assistant.embeddings import HashingEmbedder
+
+    source = tmp_path / "m.jsonl"
+    lines = ['{"abstract": "Svalbard glaciers thin 4.2 metres a year."}', '{"abstract": "Bees."}']
+    source.write_text("\n".join(lines) + "\n")
+    settings = load_settings(store={"path": tmp_path / "s"})
+    with Assistant(settings, embedder=HashingEmbedder()) as a:
+        assert a.ingest([source]).warnings == []
+        source.write_text(source.read_text().replace("4.2", "6.8"))
+        report = a.ingest([source])
+        assert (report.added, report.unchanged) == (1, 1)
+        assert report.warnings == [
+            "1 paper(s) ingested earlier from m.jsonl are no longer in it (edited or deleted); "
+            "they stay searchable until `assistant ingest` is run with --prune and every path "
+            "the store should keep"
+        ]
+        pruned = a.ingest([source], prune=True)
+        assert pruned.removed == 1 and pruned.warnings == []
+        assert "6.8" in a.search("Svalbard glaciers", k=1)[0].text

@@ -49,7 +49,13 @@ class _Guarded:
                         f"disk full writing {self._where}: {said}. Free some space and run the "
                         "command again (what was written before is kept)"
                     ) from exc
-                raise StoreError(f"Chroma failed ({name}) in {self._where}: {said}") from exc
+                hint = ""
+                if self._path is None:  # a server: the usual cause is that it went away
+                    hint = (
+                        " (is `chroma run` still up? Once it is, run the same command again: "
+                        "what was written before is kept)"
+                    )
+                raise StoreError(f"Chroma failed ({name}) in {self._where}: {said}{hint}") from exc
 
         return call
 
@@ -128,7 +134,12 @@ class ChromaVectors:
             raise EmbedderMismatchError(
                 f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
                 f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
-                "with, or ingest into a new store with --store DIR."
+                "with (ASSISTANT_EMBEDDING__PROVIDER), or ingest into "
+                + (
+                    "a new collection (ASSISTANT_STORE__COLLECTION) on the server."
+                    if url
+                    else "a new store with --store DIR."
+                )
             )
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)

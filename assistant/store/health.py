@@ -75,24 +75,26 @@ class Health:
     lexical_missing: int  # ready papers the lexical index lacks
     lexical_extra: int  # papers in the lexical index that are not ready
 
-    def problems(self, ingest: str = "assistant ingest") -> list[str]:
-        """One line per disagreement, each saying what fixes it (``ingest``: the command, with
-        the flags that point it at this store); empty when consistent."""
+    def problems(self, flags: str = "") -> list[str]:
+        """One line per disagreement, each saying what fixes it (``flags``: what points a
+        command at this store); empty when consistent."""
+        repair = f"`assistant ingest --repair{flags}`"
         out: list[str] = []
         if self.gaps.missing:
             out.append(
                 f"{len(self.gaps.missing)} of {self.papers} papers have lost vectors; "
-                f"`{ingest}` re-embeds them"
+                f"{repair} re-embeds them"
             )
         orphans = len(self.gaps.orphan_chunks) + len(self.gaps.orphan_sentences)
         if orphans:
             out.append(
-                f"{orphans} vectors belong to no paper in the catalog; `{ingest}` removes them"
+                f"{orphans} vectors belong to no paper in the catalog; {repair} removes them"
             )
         if self.unfinished:
             out.append(
                 f"{self.unfinished} papers are unfinished (an ingest is running or was "
-                f"interrupted); `{ingest}` finishes them"
+                f"interrupted); running that ingest again (`assistant ingest PATHS{flags}`) "
+                f"finishes them, {repair} takes them out"
             )
         if self.lexical_missing or self.lexical_extra:
             out.append(
