@@ -128,7 +128,7 @@ def lane(
                 break
             done += 1
             states["killed"] += 1
-            if rng.random() < 0.2:  # a reader's view between kills (at every kill: slower)
+            if rng.random() < 0.35:  # a reader's view between kills (at every kill: slower)
                 seen = view()
                 whole_for_readers(seen)
                 states[(len(seen["ready"]), seen["unfinished"])] += 1
