@@ -161,7 +161,12 @@ def _readable(abstract: str) -> str:
 
 def make_paper(record: dict[str, Any], source: str) -> Paper:
     """A Paper from one raw record; raises ValueError naming what is wrong."""
-    abstract = normalize_text(str(record.get("abstract") or ""))
+    raw = record.get("abstract")
+    if raw is None:
+        raise ValueError("no 'abstract' field")
+    if not isinstance(raw, str):
+        raise ValueError(f"'abstract' is not text: {raw!r:.60}")
+    abstract = normalize_text(raw)
     if not abstract:
         raise ValueError("empty 'abstract'")
     title = normalize_text(str(record.get("title") or "")) or None

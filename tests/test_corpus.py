@@ -112,13 +112,15 @@ def test_bad_rows_are_skipped_and_reported(tmp_path: Path):
     path = tmp_path / "rows.jsonl"
     path.write_text(
         '{"abstract": "Good one."}\nnot json\n{"title": "no abstract"}\n[1]\n'
-        '{"abstract": "Bad year.", "year": "soon"}\n',
+        '{"abstract": "Bad year.", "year": "soon"}\n{"abstract": 42}\n{"abstract": " "}\n',
         encoding="utf-8",
     )
     papers, problems = load_file(path)
     assert [p.abstract for p in papers] == ["Good one."]
     text = " | ".join(str(p) for p in problems)
-    assert "line 2 is not valid JSON" in text and "rows.jsonl#3: empty 'abstract'" in text
+    assert "line 2 is not valid JSON" in text and "rows.jsonl#3: no 'abstract' field" in text
+    assert "rows.jsonl#6: 'abstract' is not text: 42" in text
+    assert "rows.jsonl#7: empty 'abstract'" in text
     assert "line 4 is not a JSON object" in text and "'year' is not a number" in text
 
 
