@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +17,10 @@ from assistant.answer import Answer
 from assistant.chain import AnswerChain, OnStatus, Request
 from assistant.chunking import Chunker
 from assistant.corpus import LoadResult, Paper, stream_corpus
-from assistant.diskspace import is_disk_full
+from assistant.diskspace import said_when_full
 from assistant.embeddings import Embedder, make_embedder
 from assistant.errors import (
     AssistantError,
-    DiskFullError,
     StoreDamagedError,
     StoreEmptyError,
     StoreMissingError,
@@ -134,7 +132,7 @@ class Assistant:
         from assistant.store.chroma import ChromaVectors
 
         token = self.settings.store.chroma_token
-        with self._disk_full_said("opening"):
+        with said_when_full(self.store_dir, "opening"):
             return ChromaVectors.open(
                 path=self.store_dir / "chroma",
                 url=self.settings.store.chroma_url,
@@ -143,21 +141,6 @@ class Assistant:
                 dim=self.embedder.dim,
                 token=token.get_secret_value() if token else None,
             )
-
-    @contextmanager
-    def _disk_full_said(self, doing: str) -> Iterator[None]:
-        """A write that fails for want of space becomes one line naming the store."""
-        try:
-            yield
-        except AssistantError:
-            raise
-        except Exception as exc:
-            if not is_disk_full(exc, self.store_dir):
-                raise
-            raise DiskFullError(
-                f"disk full {doing} {self.store_dir}: {exc}. Free some space and run the "
-                "command again (what was written before is kept)"
-            ) from exc
 
     def _chunker(self) -> Chunker:
         cfg = self.settings.chunking
@@ -273,7 +256,7 @@ class Assistant:
             moved = move_aside(self.store_dir) if rebuild else None
             self._may_create = True
             # Writers on other machines: the store's own guard (a lease on a Chroma server).
-            with self.store.writer(wait, on_wait), self._disk_full_said("writing"):
+            with self.store.writer(wait, on_wait), said_when_full(self.store_dir):
                 report = self._ingestor().run(loaded, prune=prune, progress=progress)
             report.moved_aside = str(moved) if moved else None
             return report

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import errno
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from assistant.errors import AssistantError, DiskFullError
 
 _MARKERS = ("disk is full", "no space left", "disk full", "quota exceeded")
 _LOW_SPACE = 1 << 20  # bytes free below which a failed write is taken for a full disk
@@ -32,3 +36,20 @@ def is_disk_full(exc: BaseException, where: Path | None) -> bool:
         return shutil.disk_usage(folder).free < _LOW_SPACE
     except OSError:
         return False
+
+
+@contextmanager
+def said_when_full(folder: Path, doing: str = "writing") -> Iterator[None]:
+    """A failure for want of space in ``folder`` becomes one DiskFullError line naming it; an
+    error already said in our words (a DiskFullError from deeper down included) passes as is."""
+    try:
+        yield
+    except AssistantError:
+        raise
+    except Exception as exc:
+        if not is_disk_full(exc, folder):
+            raise
+        raise DiskFullError(
+            f"disk full {doing} {folder}: {exc}. Free some space and run the command again "
+            "(what was written before is kept)"
+        ) from exc

@@ -13,13 +13,12 @@ it. The lexical index follows the catalog's change records, written in the same 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from assistant.corpus import Paper
-from assistant.diskspace import is_disk_full
+from assistant.diskspace import is_disk_full, said_when_full
 from assistant.errors import DiskFullError
 from assistant.lexical import analyze
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
@@ -72,18 +71,6 @@ class LocalStore(Store):
             if self._lexical is None:
                 self._lexical = SegmentedLexical(self.folder / "bm25", self.catalog)
             return self._lexical
-
-    @contextmanager
-    def _disk_full_said(self) -> Iterator[None]:
-        try:
-            yield
-        except Exception as exc:
-            if not is_disk_full(exc, self.folder):
-                raise
-            raise DiskFullError(
-                f"disk full writing {self.folder}: {exc}. Free some space and run the command "
-                "again (what was written before is kept)"
-            ) from exc
 
     # -- the journal ------------------------------------------------------------------------
     def entries(self, paper_ids: Sequence[str] | None = None) -> dict[str, Entry]:
@@ -164,7 +151,7 @@ class LocalStore(Store):
 
     def flush(self) -> None:
         """Fold the lexical delta into a new base once it has grown (most ingests do not)."""
-        with self._disk_full_said():
+        with said_when_full(self.folder):
             self.lexical_index.compact()
 
     def get_meta(self, key: str) -> str | None:
@@ -193,7 +180,7 @@ class LocalStore(Store):
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         index = self.lexical_index
-        with self._disk_full_said():  # a missing or unreadable base is rebuilt first
+        with said_when_full(self.folder):  # a missing or unreadable base is rebuilt first
             index.current()
         return index.search(query, n, self.matching(where) if where else None)
 
