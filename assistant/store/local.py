@@ -122,19 +122,27 @@ class LocalStore(Store):
             for p in papers
             if p.paper_id in old and old[p.paper_id].metadata() != p.metadata()
         }
+        self.retag_vectors(metas)
+        self.catalog.update_in_place(papers)
+
+    def retag_vectors(self, metas: Mapping[str, Mapping[str, str | int]]) -> None:
+        """New metadata (paper_id -> metadata) on these papers' chunk and sentence vectors."""
         if metas:
             self.chunks.set_paper_metadata(metas)
             if self.sentences is not None:
                 self.sentences.set_paper_metadata(metas)
-        self.catalog.update_in_place(papers)
+
+    def drop_vectors(self, paper_ids: Sequence[str]) -> None:
+        """Delete these papers' chunk and sentence vectors."""
+        self.chunks.delete_papers(paper_ids)
+        if self.sentences is not None:
+            self.sentences.delete_papers(paper_ids)
 
     def remove(self, paper_ids: Sequence[str]) -> None:
         if not paper_ids:
             return
         self.catalog.set_state(paper_ids, "deleting")
-        self.chunks.delete_papers(paper_ids)
-        if self.sentences is not None:
-            self.sentences.delete_papers(paper_ids)
+        self.drop_vectors(paper_ids)
         self.catalog.remove(paper_ids)
 
     def repair(self) -> set[str]:

@@ -310,10 +310,7 @@ class ServerStore(Store):
             for p in papers
             if p.paper_id in old and old[p.paper_id][0].metadata() != p.metadata()
         }
-        if metas:
-            self._view.chunks.set_paper_metadata(metas)
-            if self._view.sentences is not None:
-                self._view.sentences.set_paper_metadata(metas)
+        self._view.retag_vectors(metas)
         changed = [
             (p, old[p.paper_id][1])
             for p in papers
@@ -332,9 +329,7 @@ class ServerStore(Store):
             return
         self._renew()
         self._set_state(paper_ids, "deleting")
-        self._view.chunks.delete_papers(paper_ids)
-        if self._view.sentences is not None:
-            self._view.sentences.delete_papers(paper_ids)
+        self._view.drop_vectors(paper_ids)
         self.records.delete_ids(paper_ids)
         self._touch()
 
