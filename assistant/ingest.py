@@ -205,16 +205,8 @@ class Ingestor:
     ) -> Iterator[list[Paper]]:
         """Second pass: the planned papers in batches, read again from the input, then the
         papers whose vectors were lost and that were not given, from the store's copy."""
-        batch: list[Paper] = []
-        for paper in loaded.stream():
-            if paper.paper_id in wanted:
-                wanted.discard(paper.paper_id)
-                batch.append(paper)
-                if len(batch) == self.batch_papers:
-                    yield batch
-                    batch = []
-        if batch:
-            yield batch
+        planned = (p for p in loaded.stream() if p.paper_id in wanted)  # the stream dedupes
+        yield from _windows(planned, self.batch_papers)
         for start in range(0, len(orphans), self.batch_papers):
             found = self.store.papers(orphans[start : start + self.batch_papers])
             if found:
@@ -223,25 +215,23 @@ class Ingestor:
     def _write_batch(self, batch: Sequence[Paper]) -> int:
         """Chunk, split into sentences and embed a batch of papers, then hand it to the store."""
         items = [PaperVectors(p, self.chunker.split(p), _NO_VECTORS) for p in batch]
-        texts = [c.text for item in items for c in item.chunks]
-        vectors = self.embedder.embed(texts)
-        at = 0
-        for item in items:
-            item.chunk_vectors = vectors[at : at + len(item.chunks)]
-            at += len(item.chunks)
+        chunk_texts = [[c.text for c in item.chunks] for item in items]
+        for item, vectors in zip(items, self._embed_each(chunk_texts), strict=True):
+            item.chunk_vectors = vectors
         if self.store.keeps_sentences:
-            self._embed_sentences(items)
+            for item in items:
+                item.sentences = sentences_of(item.paper)
+            embedded = self._embed_each([item.sentences for item in items])
+            for item, vectors in zip(items, embedded, strict=True):
+                item.sentence_vectors = vectors
         self.store.write(items)
-        return len(texts)
+        return sum(len(texts) for texts in chunk_texts)
 
-    def _embed_sentences(self, items: Sequence[PaperVectors]) -> None:
-        for item in items:
-            item.sentences = sentences_of(item.paper)
-        vectors = self.embedder.embed([s for item in items for s in item.sentences])
-        at = 0
-        for item in items:
-            item.sentence_vectors = vectors[at : at + len(item.sentences)]
-            at += len(item.sentences)
+    def _embed_each(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The vectors of each group of texts, embedded in one call."""
+        vectors = self.embedder.embed([text for group in groups for text in group])
+        ends = np.cumsum([len(group) for group in groups])
+        return np.split(vectors, ends[:-1]) if len(groups) else []
 
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
