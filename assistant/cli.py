@@ -440,9 +440,9 @@ def chat(
 @click.option("--strict", is_flag=True, help="Answer in strict mode (see `assistant ask --help`).")
 @click.option(
     "--split",
-    type=click.Choice(["tune", "heldout"]),
+    type=click.Choice(["tune", "dev", "test"]),
     default=None,
-    help="Only the questions thresholds were tuned on, or only the held-out ones [default: all].",
+    help="Only one split: tune and dev were fitted on, test is reported [default: all].",
 )
 @click.option(
     "--workers",

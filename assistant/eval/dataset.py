@@ -4,8 +4,9 @@ Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answ
 ``answerable`` (default true); ``reference`` (facts a correct answer states); ``history``
 (earlier questions of the same conversation, for follow-ups); ``type`` and ``gold_labels``
 (informative); ``paraphrase_of`` (the id of the factual question a paraphrase rewords);
-``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` for the questions
-thresholds were tuned on, ``heldout`` for those written afterwards to report on.
+``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` and ``dev`` for the
+questions thresholds and the survey bar were fitted on, ``test`` for those written afterwards,
+blind to the system's answers, to report on (README, "Evaluation").
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class EvalItem(BaseModel):
     gold_labels: list[str] = Field(default_factory=list)
     paraphrase_of: str | None = None
     unanswerable_kind: str | None = None
-    split: Literal["tune", "heldout"] = "tune"
+    split: Literal["tune", "dev", "test"] = "tune"
 
 
 def load_eval_set(path: Path) -> list[EvalItem]:
