@@ -42,6 +42,12 @@ _WHEN = re.compile(
     r"|\byear of publication\b",
     re.IGNORECASE,
 )
+# "When was the THG source code released?" asks about something other than the paper.
+_WHEN_OTHER = re.compile(
+    r"\bwhen was\b[^?]{0,80}\b(?:code|data|dataset|weights|checkpoints?|models?|toolkit|"
+    r"repository|software|library|benchmark|demo)\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _ABOUT_PAPERS = re.compile(
     r"\b(?:papers?|abstracts?|articles?|publications?|published|appeared)\b", re.IGNORECASE
@@ -94,6 +100,8 @@ def parse(question: str) -> MetadataQuestion | None:
     )
     for kind, pattern in checks:
         if pattern.search(question):
+            if kind == "year" and _WHEN_OTHER.search(question):
+                return None
             return MetadataQuestion(kind)
     if is_listing(question):
         return MetadataQuestion("from_year", asked_year(question))

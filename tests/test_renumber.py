@@ -87,10 +87,8 @@ def test_cli_text_and_json_use_the_same_numbers(shipped_store: Path, server: Fak
 
 
 def test_extractive_citations_have_no_gaps(shipped: Assistant):
-    # It quotes papers ranked 1, 3 and 8 of 10: shown as [1] to [3], in that order.
-    answer = shipped.ask(
-        "Which papers train with a contrastive learning objective or analyse contrastive learning?"
-    )
+    # It quotes papers ranked 1, 2 and 4 of 10: shown as [1] to [3], in that order.
+    answer = shipped.ask("Which papers are about image segmentation?")
     numbers = [c.n for c in answer.citations]
     assert len(numbers) >= 2 and numbers == list(range(1, len(numbers) + 1))
     rank = {h.paper_id: i for i, h in enumerate(answer.retrieved, start=1)}

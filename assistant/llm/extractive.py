@@ -7,7 +7,8 @@ terms the sentence contains + 0.05 when it states a contribution ("we propose", 
 abstract's opening sentence that states no contribution (it restates the problem) + a small bonus
 for better-ranked papers. Papers are
 chosen first: the ones a single-paper question names, else those whose best sentence is within a
-margin of the best one (a wider margin for "which papers ..."). Each chosen paper gets its best
+margin of the best one; for "which papers ..." those the survey bar (``assistant.llm.survey``)
+finds likely enough, and a refusal when none is. Each chosen paper gets its best
 sentence; more are added greedily with a redundancy penalty (maximal marginal relevance), only
 sentences close to their paper's best, at most three per paper (two in a survey), printed paper
 by paper in source order and, within a paper, in the abstract's own order. When the paper asked
@@ -36,10 +37,14 @@ from assistant.llm.focus import (
     asked_terms,
     counted_terms,
     coverage,
+    has_value,
     idf_weights,
     is_survey,
+    measured_terms,
     states_count,
+    states_value,
 )
+from assistant.llm.survey import SurveyBar, features, shipped_bar
 from assistant.metadata_questions import answer as answer_from_metadata
 from assistant.metadata_questions import parse as metadata_question
 
@@ -128,11 +133,10 @@ class ExtractiveProvider(Provider):
         lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
         rarity: Rarity | None = None,
         single_margin: float = 0.05,
-        survey_margin: float = 0.12,
-        survey_coverage: float = 0.3,
         sentence_margin: float = 0.25,
         min_coverage: float = 0.5,
         confident_similarity: float = 0.45,
+        survey_bar: SurveyBar | None = None,
     ):
         self.embedder = embedder
         self.sentences = sentences
@@ -144,11 +148,10 @@ class ExtractiveProvider(Provider):
         # Tuned on the eval set's first 67 questions (evals/neurips2025.jsonl, q01-q67); the
         # questions from q68 on are held out (README, "Evaluation").
         self.single_margin = single_margin  # a paper quoted for a one-paper question
-        self.survey_margin = survey_margin  # ... for "which papers ..."
-        self.survey_coverage = survey_coverage  # ... which must also mention what is asked
         self.sentence_margin = sentence_margin  # a sentence, against its paper's best
         self.min_coverage = min_coverage  # IDF share of the asked-for terms the abstract has
         self.confident_similarity = confident_similarity  # ... or a match this close
+        self.survey_bar = survey_bar or shipped_bar()  # which papers a survey question wants
 
     def _vectors(self, ids: list[str], texts: list[str]) -> np.ndarray:
         """Sentence vectors from the store when it has them; the rest embedded now."""
@@ -240,7 +243,26 @@ class ExtractiveProvider(Provider):
                 break
             chosen.append(pick)
             per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
+        if _QUANTITY_QUESTION.search(context.question):
+            chosen += self._numbers_for(candidates, chosen, floor)
         return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
+
+    @staticmethod
+    def _numbers_for(candidates: list[Candidate], chosen: list[int], floor: float) -> list[int]:
+        """A question asking "how much" is answered with a number: each quoted paper none of
+        whose quoted sentences gives a value also gets its best sentence that does."""
+        added = []
+        for source in {candidates[i].source for i in chosen}:
+            if any(has_value(candidates[i].text) for i in chosen if candidates[i].source == source):
+                continue
+            numeric = [
+                i
+                for i, c in enumerate(candidates)
+                if c.source == source and c.similarity >= floor and has_value(c.text)
+            ]
+            if numeric:
+                added.append(max(numeric, key=lambda i: candidates[i].score))
+        return added
 
     def _papers_to_quote(self, context: Context, best: dict[int, float]) -> set[int]:
         """The user's papers when pinned; the papers a single-paper question names; otherwise
@@ -252,20 +274,34 @@ class ExtractiveProvider(Provider):
         named = _named_sources(context)
         if named and not survey:
             return named & set(best) or set(best)
-        top = max(best.values())
         if not survey:
+            top = max(best.values())
             return {source for source, score in best.items() if score >= top - self.single_margin}
-        # A survey quotes every close paper that also mentions what is asked about: a close
-        # embedding alone also finds neighbours ("image" papers for "image segmentation").
+        likely = self.survey_probabilities(context, best)
+        chosen = {source for source, p in likely.items() if p >= self.survey_bar.include}
+        return chosen or {max(likely, key=lambda s: likely[s])}
+
+    def survey_features(self, context: Context, best: dict[int, float]) -> dict[int, list[float]]:
+        """Each candidate paper's signals for the survey bar (``assistant.llm.survey``)."""
         terms = asked_terms(context.question)
         weights = idf_weights(terms, self.rarity)
-        chosen = {
-            source
+        top = max(best.values())
+        return {
+            source: features(
+                context.sources[source - 1],
+                source,
+                coverage(terms, weights, context.sources[source - 1].text),
+                top - score,
+            )
             for source, score in best.items()
-            if score >= top - self.survey_margin
-            and coverage(terms, weights, context.sources[source - 1].text) >= self.survey_coverage
         }
-        return chosen or {max(best, key=lambda s: best[s])}
+
+    def survey_probabilities(self, context: Context, best: dict[int, float]) -> dict[int, float]:
+        """How likely each paper is one the survey question asks for."""
+        rows = self.survey_features(context, best)
+        sources = list(rows)
+        p = self.survey_bar.probability([rows[s] for s in sources])
+        return dict(zip(sources, (float(v) for v in p), strict=True))
 
     def unanswered(self, context: Context, candidates: list[Candidate]) -> str | None:
         """Why the abstracts do not answer, when they do not: the paper the question is about
@@ -274,7 +310,11 @@ class ExtractiveProvider(Provider):
         if context.pinned or not candidates:
             return None
         best = _best_per_paper(candidates)
-        named = _named_sources(context) if not is_survey(context.question) else set()
+        survey = is_survey(context.question)
+        uncovered = self._uncovered_topic(context, best) if survey else None
+        if uncovered is not None:
+            return uncovered
+        named = set() if survey else _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
         hit = context.sources[top - 1]
         counted = counted_terms(context.question)
@@ -282,6 +322,9 @@ class ExtractiveProvider(Provider):
         if counted and not states_count(counted, [*sentences_of(hit.paper), closest.text]):
             things = " or ".join(terms[0] for terms in counted if terms)
             return f"«{hit.label}», the closest abstract, gives no number of {things}"
+        measured = measured_terms(context.question)
+        if measured and not states_value(measured, sentences_of(hit.paper)):
+            return f"«{hit.label}», the closest abstract, gives no value of {' or '.join(measured)}"
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
         share = coverage(terms, idf_weights(terms, self.rarity), hit.text)
@@ -292,6 +335,18 @@ class ExtractiveProvider(Provider):
             return None
         missing = [t for t in terms if t not in set(analyze([hit.text])[0])]
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
+
+    def _uncovered_topic(self, context: Context, best: dict[int, float]) -> str | None:
+        """A survey question none of whose papers clears even the refusal bar."""
+        likely = self.survey_probabilities(context, best)
+        top = max(likely, key=lambda s: likely[s])
+        if likely[top] >= self.survey_bar.refuse_below:
+            return None
+        terms = ", ".join(asked_terms(context.question)) or "the question"
+        return (
+            f"no abstract is likely about: {terms} "
+            f"(closest: «{context.sources[top - 1].label}», p={likely[top]:.2f})"
+        )
 
     def stream(self, context: Context) -> Iterator[Piece]:
         about = metadata_question(context.question)

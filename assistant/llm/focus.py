@@ -81,11 +81,26 @@ def coverage(terms: list[str], weights: dict[str, float], text: str) -> float:
 
 
 _HOW_MANY = re.compile(r"\bhow many ([\w-]+(?:\s+[\w-]+)?)", re.IGNORECASE)
-_NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?|"
-    r"thousands?|millions?|billions?|single|pair|twice|double)\b",
+# A count: a whole number ("11,000", "25", "7K", "1.2M") or a number word, not a unit's
+# measure ("5-second", "480p", "4-bit", "14B" in "Wan-I2V-14B") and not a ratio ("1.5").
+_COUNT = re.compile(
+    r"(?<![\w.-])(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s?[KMB]\b|\d+)(?![\w.-]|\.\d)|\b(?:one|two|"
+    r"three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?|thousands?|"
+    r"millions?|billions?|single|pair|twice|double)\b",
     re.IGNORECASE,
 )
+# "What top-1 accuracy does X reach?", "what BLEU score ...": a measured value is asked for.
+_MEASURE = re.compile(
+    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}?(accuracy|score|f1|bleu|rouge|auc|perplexity|"
+    r"error|error rate|speed-?up|latency|throughput|win rate|success rate|improvement)\b",
+    re.IGNORECASE,
+)
+# A value: a number not fused to a unit word ("4-bit", "100x" are settings, not results).
+_VALUE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*\s?%?(?![\w-])")
+
+
+def has_value(sentence: str) -> bool:
+    return bool(_VALUE.search(sentence))
 
 
 def counted_terms(question: str) -> list[list[str]]:
@@ -99,11 +114,24 @@ def counted_terms(question: str) -> list[list[str]]:
 
 
 def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
-    """Some sentence gives a number together with one of the things counted, or the last
+    """Some sentence gives a count together with one of the things counted, or the last
     sentence given (the one closest to the question, which may name them otherwise: "people"
-    for "participants") gives a number."""
+    for "participants") gives a count."""
     wanted = {t for terms in counted for t in terms}
     sentences = list(sentences)
-    if not wanted or (sentences and _NUMBER.search(sentences[-1])):
+    if not wanted or (sentences and _COUNT.search(sentences[-1])):
         return True
-    return any(_NUMBER.search(s) and wanted & set(analyze([s])[0]) for s in sentences)
+    return any(_COUNT.search(s) and wanted & set(analyze([s])[0]) for s in sentences)
+
+
+def measured_terms(question: str) -> list[str]:
+    """The measures a question asks the value of: "What ImageNet top-1 accuracy does GPLQ
+    reach?" -> ["accuraci"]; [] when it asks for none."""
+    return [t for m in _MEASURE.finditer(question) for t in analyze([m.group(1)])[0]]
+
+
+def states_value(measured: list[str], sentences: Iterable[str]) -> bool:
+    """Some sentence names one of the measures and gives a value ("outperforms ChatGPT on
+    BLEU score" names the measure but gives none)."""
+    wanted = set(measured)
+    return not wanted or any(_VALUE.search(s) and wanted & set(analyze([s])[0]) for s in sentences)

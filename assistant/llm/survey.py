@@ -1,0 +1,87 @@
+"""The relevance bar for "which papers ..." questions: how likely a retrieved paper is one of
+the papers the question asks for.
+
+A fixed number of papers, or a margin under the best sentence, either pads an answer or cuts it
+short: the eval set's survey questions have two to five gold papers, and the best sentence of
+a gold paper can sit far below the best one ("Which papers study Nash equilibria?" finds the
+multi-agent RL paper first by embedding, fourth by its best sentence). What separates the gold
+papers is agreement between signals: both retrievers rank them high, and the abstract contains
+what the question asks about. A logistic model over those signals gives each paper a
+probability; papers above ``include`` are cited, and when no paper reaches ``refuse_below`` the
+question is about something the abstracts do not cover.
+
+The weights are fitted by ``evals/fit_survey_bar.py`` on the eval set's ``tune`` and ``dev``
+survey questions (never ``test``) and shipped as ``survey_bar.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from assistant.retrieval import Hit
+
+MODEL_FILE = Path(__file__).with_name("survey_bar.json")
+
+FEATURES = ("log_dense_rank", "log_lexical_rank", "log_position", "coverage", "gap")
+UNRANKED = 200  # a retriever that did not return the paper: ranked past its candidates
+
+
+def features(hit: Hit, position: int, coverage: float, gap: float) -> list[float]:
+    """``position``: 1-based place in the fused ranking; ``coverage``: the IDF share of the
+    asked-for terms the abstract contains; ``gap``: the best sentence score minus this paper's."""
+    return [
+        math.log(hit.dense_rank or UNRANKED),
+        math.log(hit.lexical_rank or UNRANKED),
+        math.log(position),
+        coverage,
+        gap,
+    ]
+
+
+@dataclass(frozen=True)
+class SurveyBar:
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    include: float  # cite a paper at least this likely
+    refuse_below: float  # no paper this likely: the abstracts do not cover the topic
+
+    def probability(self, rows: list[list[float]]) -> np.ndarray:
+        x = (np.asarray(rows, dtype=float) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return 1.0 / (1.0 + np.exp(-(x @ np.asarray(self.weights) + self.bias)))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "features": list(FEATURES),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "include": self.include,
+            "refuse_below": self.refuse_below,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> SurveyBar:
+        if data.get("features") != list(FEATURES):
+            raise ValueError(f"{MODEL_FILE.name} was fitted on other features; refit it")
+        return cls(
+            weights=tuple(data["weights"]),  # type: ignore[arg-type]
+            bias=float(data["bias"]),  # type: ignore[arg-type]
+            mean=tuple(data["mean"]),  # type: ignore[arg-type]
+            scale=tuple(data["scale"]),  # type: ignore[arg-type]
+            include=float(data["include"]),  # type: ignore[arg-type]
+            refuse_below=float(data["refuse_below"]),  # type: ignore[arg-type]
+        )
+
+
+@cache
+def shipped_bar() -> SurveyBar:
+    return SurveyBar.from_json(json.loads(MODEL_FILE.read_text(encoding="utf-8")))
