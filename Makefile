@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QUESTION ?= Which papers study KV-cache eviction, and what do they find?
 
-.PHONY: setup demo check lint test eval-smoke bench clean-store
+.PHONY: setup demo check lint test eval-smoke bench judge survey-bar clean-store
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -39,6 +39,12 @@ bench: setup           ## SciFact retrieval benchmark (needs ../shared/data/scif
 
 judge: setup           ## refit the offline judge on SciFact train, report dev
 	$(PY) evals/judge/fit_offline_judge.py
+
+survey-bar: setup      ## refit the survey bar on the eval set's tune and dev splits
+	rm -rf .survey-store
+	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
+	$(PY) evals/fit_survey_bar.py --store .survey-store
+	rm -rf .survey-store
 
 clean-store:
 	rm -rf vectorstore/chroma vectorstore/catalog.sqlite3 vectorstore/bm25
