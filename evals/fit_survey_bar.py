@@ -7,7 +7,8 @@ Model: L2 logistic regression on standardised features (numpy). Both thresholds 
 leave-one-question-out probabilities, so they are not fitted to the very rows they score:
 
 - ``include``: the value with the best mean F1 of the cited papers over answerable questions;
-- ``refuse_below``: the highest value that refuses no answerable survey question.
+- ``refuse_below``: 0.05 under the lowest top probability of an answerable survey question, so
+  no answerable one is refused and a new one a little less certain is not either.
 
 The test split plays no part. Needs a store that holds the shipped corpus:
 
@@ -32,6 +33,7 @@ from assistant.llm.survey import FEATURES, MODEL_FILE, SurveyBar
 EVAL_SET = Path(__file__).with_name("neurips2025.jsonl")
 FIT_SPLITS = ("tune", "dev")
 L2 = 1.0
+REFUSAL_MARGIN = 0.05
 
 Rows = list[tuple[str, list[float], bool]]  # (question id, features, is gold)
 
@@ -111,7 +113,7 @@ def main() -> None:
     answerable = {q: s for q, s in scored.items() if q in answerable_ids}
     include = choose_include(answerable)
     lowest_answerable_top = min(max(p for p, _ in s) for s in answerable.values())
-    refuse_below = round(float(lowest_answerable_top) - 0.005, 3)
+    refuse_below = round(float(lowest_answerable_top) - REFUSAL_MARGIN, 3)
     pr = np.array([cited_scores(s, include) for s in answerable.values()])
     unanswerable = [max(p for p, _ in s) for q, s in scored.items() if q not in answerable_ids]
     refused = float(np.mean([p < refuse_below for p in unanswerable])) if unanswerable else 0.0

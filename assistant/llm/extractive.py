@@ -35,6 +35,7 @@ from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.focus import (
     Rarity,
     asked_terms,
+    asks_figure,
     counted_terms,
     coverage,
     has_value,
@@ -322,6 +323,8 @@ class ExtractiveProvider(Provider):
         if counted and not states_count(counted, [*sentences_of(hit.paper), closest.text]):
             things = " or ".join(terms[0] for terms in counted if terms)
             return f"«{hit.label}», the closest abstract, gives no number of {things}"
+        if asks_figure(context.question) and not any(map(has_value, sentences_of(hit.paper))):
+            return f"«{hit.label}», the closest abstract, gives no figures"
         measured = measured_terms(context.question)
         if measured and not states_value(measured, sentences_of(hit.paper)):
             return f"«{hit.label}», the closest abstract, gives no value of {' or '.join(measured)}"

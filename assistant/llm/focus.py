@@ -99,6 +99,19 @@ _MEASURE = re.compile(
 _VALUE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*\s?%?(?![\w-])")
 
 
+# "By how much ...", "by what percentage ...": only a figure answers.
+_ASKS_FIGURE = re.compile(
+    r"\b(?:by how much|how much (?:faster|slower|better|worse|cheaper|more|less|fewer|higher|"
+    r"lower|smaller|larger)|by what (?:percentage|factor|margin|fraction)|what (?:percentage|"
+    r"fraction))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_figure(question: str) -> bool:
+    return bool(_ASKS_FIGURE.search(question))
+
+
 def has_value(sentence: str) -> bool:
     return bool(_VALUE.search(sentence))
 
