@@ -36,6 +36,7 @@ from assistant.llm.focus import (
     Rarity,
     asked_terms,
     asks_figure,
+    asks_quantity,
     counted_terms,
     coverage,
     has_value,
@@ -63,12 +64,6 @@ _CONTRIBUTION = re.compile(
 )
 
 
-# Questions that ask for a quantity are answered by sentences with numbers in them.
-_QUANTITY_QUESTION = re.compile(
-    r"\b(?:how (?:many|much|fast|large|big|long|often)|by how much|what (?:percentage|"
-    r"fraction|accuracy|speed-?up|score|number|size)|to what extent)\b",
-    re.IGNORECASE,
-)
 _HAS_NUMBER = re.compile(r"\d")
 
 # "Code is available at https://..." answers nothing.
@@ -181,7 +176,7 @@ class ExtractiveProvider(Provider):
         vectors = self._vectors([r[3] for r in rows], [r[2] for r in rows])
         similarity = vectors @ self.embedder.embed_query(context.question)
         query_terms = set(analyze([context.question])[0])
-        wants_quantity = bool(_QUANTITY_QUESTION.search(context.question))
+        wants_quantity = asks_quantity(context.question)
         sentence_terms = analyze([r[2] for r in rows])
         candidates = []
         for (n, i, s, _), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
@@ -244,7 +239,7 @@ class ExtractiveProvider(Provider):
                 break
             chosen.append(pick)
             per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
-        if _QUANTITY_QUESTION.search(context.question):
+        if asks_quantity(context.question):
             chosen += self._numbers_for(candidates, chosen, floor)
         return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
 

@@ -99,6 +99,12 @@ _MEASURE = re.compile(
 _VALUE = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)*\s?%?(?![\w-])")
 
 
+# Questions that ask for a quantity are answered by sentences with numbers in them.
+_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|fast|large|big|long|often)|by how much|what (?:percentage|"
+    r"fraction|accuracy|speed-?up|score|number|size)|to what extent)\b",
+    re.IGNORECASE,
+)
 # "By how much ...", "by what percentage ...": only a figure answers.
 _ASKS_FIGURE = re.compile(
     r"\b(?:by how much|how much (?:faster|slower|better|worse|cheaper|more|less|fewer|higher|"
@@ -108,7 +114,13 @@ _ASKS_FIGURE = re.compile(
 )
 
 
+def asks_quantity(question: str) -> bool:
+    """Asks how many, how much, how fast ...: a sentence with a number answers best."""
+    return bool(_QUANTITY.search(question))
+
+
 def asks_figure(question: str) -> bool:
+    """Asks for a figure only an abstract's numbers can give ("by how much ...")."""
     return bool(_ASKS_FIGURE.search(question))
 
 
