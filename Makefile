@@ -43,7 +43,7 @@ judge: setup           ## refit the offline judge on SciFact train, report dev
 survey-bar: setup      ## refit the survey bar on the eval set's tune and dev splits
 	rm -rf .survey-store
 	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
-	$(PY) evals/fit_survey_bar.py --store .survey-store
+	$(PY) evals/survey/fit_survey_bar.py --store .survey-store
 	rm -rf .survey-store
 
 clean-store:

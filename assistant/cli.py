@@ -422,7 +422,7 @@ def chat(
     "eval_set",
     type=click.Path(path_type=Path),
     default=None,
-    help="Eval set (JSONL) [default: evals/neurips2025.jsonl].",
+    help="Eval set (JSONL) [default: the shipped NeurIPS 2025 set, evals/neurips2025.jsonl].",
 )
 @click.option(
     "--judge",

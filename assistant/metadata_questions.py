@@ -42,10 +42,11 @@ _WHEN = re.compile(
     r"|\byear of publication\b",
     re.IGNORECASE,
 )
-# "When was the THG source code released?" asks about something other than the paper.
-_WHEN_OTHER = re.compile(
-    r"\bwhen was\b[^?]{0,80}\b(?:code|data|dataset|weights|checkpoints?|models?|toolkit|"
-    r"repository|software|library|benchmark|demo)\b",
+# "When was the THG source code released?", "what year was its implementation released?" ask
+# about the code, not the paper ("when was the STARFlow model published?" is the paper's year).
+_CODE_RELEASE = re.compile(
+    r"\b(?:code|codebase|implementation|toolkit|repository|repo|software|weights|checkpoints?)"
+    r"\b[^?]{0,40}\b(?:released|open-sourced|made (?:public|available)|available)\b",
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
@@ -100,7 +101,7 @@ def parse(question: str) -> MetadataQuestion | None:
     )
     for kind, pattern in checks:
         if pattern.search(question):
-            if kind == "year" and _WHEN_OTHER.search(question):
+            if kind == "year" and _CODE_RELEASE.search(question):
                 return None
             return MetadataQuestion(kind)
     if is_listing(question):

@@ -247,3 +247,19 @@ def test_threaded_eval_on_a_stale_index(tmp_path: Path, corpus_papers, embedder,
     assert [r["id"] for r in rows] == [i.id for i in items]
     assert all(not r["refused"] and r["cited"] for r in rows)  # a worker's failure raises
     assert aggregate(rows)["faithfulness"] >= 0.8
+
+
+def test_an_old_heldout_split_is_dev_and_an_empty_split_is_an_error(
+    shipped_store: Path, tmp_path: Path
+):
+    path = tmp_path / "old.jsonl"
+    rows = [
+        {"id": "a", "question": "What does KVFlow replace LRU with?", "split": "heldout"},
+        {"id": "b", "question": "What is THG?"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [i.split for i in load_eval_set(path)] == ["dev", "tune"]
+    run = CliRunner().invoke(
+        main, ["eval", "--set", str(path), "--split", "test", "--store", str(shipped_store)]
+    )
+    assert run.exit_code != 0 and "no questions in split 'test'" in run.output

@@ -9,15 +9,8 @@ from __future__ import annotations
 import pytest
 
 from assistant.answer import CANNOT_ANSWER
-from assistant.llm.focus import (
-    asked_terms,
-    coverage,
-    idf_weights,
-    is_survey,
-    measured_terms,
-    states_count,
-    states_value,
-)
+from assistant.llm.figures import has_value, measured_terms, states_count, states_value
+from assistant.llm.focus import asked_terms, coverage, idf_weights, is_survey, surface
 from assistant.llm.survey import SurveyBar, shipped_bar
 
 
@@ -45,9 +38,9 @@ def test_a_one_paper_question_cites_that_paper_only(shipped, question, label):
 @pytest.mark.parametrize(
     ("question", "missing"),
     [
-        ("How many GPUs were used to train STARFlow?", "gpus"),
+        ("How many GPUs were used to train STARFlow?", "GPUs"),
         ("What learning rate was used to train KVFlow?", "rate"),
-        ("Which country were the CleverBirds participants from?", "countri"),
+        ("Which country were the CleverBirds participants from?", "country"),
     ],
 )
 def test_a_detail_the_abstract_does_not_state_is_refused(shipped, question, missing):
@@ -55,7 +48,7 @@ def test_a_detail_the_abstract_does_not_state_is_refused(shipped, question, miss
     answer = shipped.ask(question)
     assert answer.refused and answer.text.startswith(CANNOT_ANSWER)
     assert answer.citations == [] and "Nearest abstracts found" in answer.text
-    # The warning says what the abstract lacks ("gives no number of gpus", "does not mention").
+    # The warning says what the abstract lacks ("gives no number of GPUs", "does not mention").
     assert any("the closest abstract" in w and missing in w for w in answer.warnings)
 
 
@@ -104,25 +97,50 @@ def test_coverage_weighs_rare_terms_over_common_ones():
 
 def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():
     counted = [["video"]]
-    assert not states_count(counted, ["It generates 5-second, 480p videos like Kling 1.5 Pro."])
-    assert states_count(counted, ["MoveBench holds 1,018 videos."])
-    assert states_count([["pair"]], ["We release 1.2M image pairs."])
+    gpus = "We train on 25 GPUs."  # a count, of something else; the closest sentence is last
+    assert not states_count(counted, [gpus, "It makes 5-second, 480p videos like Kling 1.5 Pro."])
+    assert states_count(counted, [gpus, "MoveBench holds 1018 videos.", gpus])
+    assert states_count(counted, [gpus, "MoveBench holds 1,018 videos", gpus])
+    assert states_count([["pair"]], ["We release 1.2M image pairs.", gpus])
+    assert states_count([["paramet"]], ["Our 7B-parameter model wins.", gpus])
+    assert not states_count(
+        [["token"]], ["Zipf's law gives $1/k$ for tokens.", "It is one of the best."]
+    )
+
+
+def test_a_value_is_not_a_label_or_a_year():
+    assert has_value("GPLQ is 100x faster than QAT.") and has_value("up to 2.19× speedup")
+    assert has_value("reduces NFE by up to 30%")
+    assert not has_value("Stage 2 quantizes weights using a PTQ method.")
+    assert not has_value("as in (Oh and Iyengar, 2021) and Littman 1994")
+    assert not has_value("quantizing to 4-bit keeps FP32 accuracy")
 
 
 def test_a_measured_value_needs_the_measure_and_a_number_in_one_sentence():
     assert measured_terms("What ImageNet top-1 accuracy does GPLQ reach?") == ["accuraci"]
-    assert measured_terms("How does GPLQ work?") == []
+    assert measured_terms("What speedup does GPLQ achieve over QAT methods?")[0] == "speedup"
+    assert states_value(measured_terms("What speedup?"), ["GPLQ is 100x faster than QAT."])
+    assert measured_terms("What BLEU score does M1 reach?") == ["bleu", "score"]
+    for no_value in (
+        "How does GPLQ work?",
+        "What error accumulation does LeMiCa address?",
+        "What improvement does SWIFT bring over SPIN?",
+        "What score function does MultALMC estimate?",
+        "What accuracy bounds does EPIC derive?",
+    ):
+        assert measured_terms(no_value) == [], no_value
     no_value = ["M1 outperforms ChatGPT, Gemini and Nougat on BLEU score metric."]
     assert not states_value(["bleu"], no_value)
     assert states_value(["bleu"], ["M1 reaches a BLEU score of 0.87."])
     assert not states_value(["accuraci"], ["Its 4-bit model keeps FP32 accuracy."])
+    assert surface("What top-1 accuracy?", ["accuraci"]) == ["accuracy"]
 
 
 @pytest.mark.parametrize(
     ("question", "says"),
     [
         # Before: quoted three AutoOpt sentences, none with a score.
-        ("What BLEU score does AutoOpt's image-to-LaTeX module achieve?", "no value of bleu"),
+        ("What BLEU score does AutoOpt's image-to-LaTeX module achieve?", "no value of BLEU"),
         # Before: answered with the paper's year.
         ("When was the THG source code first released?", "does not mention"),
         # EPIC's abstract has no figure at all; before: two EPIC sentences without one.
@@ -155,6 +173,28 @@ def test_the_survey_bar_finds_a_paper_far_below_the_best_sentence(shipped):
     cited = {c.label for c in answer.citations}
     assert {"Strategic behavior of project proposers", "MAIL-BRO and MURMAIL"} <= cited
     assert len(cited) <= 3
+
+
+def test_a_follow_up_about_a_pinned_paper_is_refused_when_it_lacks_the_figure(shipped):
+    # The conversation pins Wan-Move; before, pinned papers skipped every check and the answer
+    # quoted "5-second, 480p videos".
+    answer = shipped.ask("Tell me about Wan-Move.")
+    pinned = {"paper_id": [c.paper_id for c in answer.citations]}
+    follow = shipped.ask("What BLEU score does Wan-Move reach?", filters=pinned)
+    assert follow.refused and any("no value of BLEU" in w for w in follow.warnings)
+    counted = shipped.ask("How many videos does it make?", filters=pinned)
+    assert counted.refused and any("no number of videos" in w for w in counted.warnings)
+
+
+def test_the_survey_bar_works_with_a_retriever_switched_off(shipped_store):
+    from assistant.core import Assistant
+    from assistant.settings import load_settings
+
+    settings = load_settings(store={"path": shipped_store}, retrieval={"lexical_weight": 0})
+    with Assistant(settings) as assistant:
+        answer = assistant.ask("Which papers explain properties of word embeddings?")
+    assert not answer.refused
+    assert "Models such as Word2Vec and GloVe" in {c.label for c in answer.citations}
 
 
 def test_the_survey_bar_refuses_a_model_fitted_on_other_features():

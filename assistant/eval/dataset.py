@@ -6,7 +6,8 @@ Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answ
 (informative); ``paraphrase_of`` (the id of the factual question a paraphrase rewords);
 ``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` and ``dev`` for the
 questions thresholds and the survey bar were fitted on, ``test`` for those written afterwards,
-blind to the system's answers, to report on (README, "Evaluation").
+blind to the system's answers, to report on (README, "Evaluation"); ``heldout``, the old
+name of ``dev``, is read as ``dev``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assistant.errors import InputFileError
 
@@ -34,6 +35,12 @@ class EvalItem(BaseModel):
     paraphrase_of: str | None = None
     unanswerable_kind: str | None = None
     split: Literal["tune", "dev", "test"] = "tune"
+
+    @field_validator("split", mode="before")
+    @classmethod
+    def _renamed(cls, value: object) -> object:
+        """``heldout`` was the name of ``dev`` until the ``test`` split was written."""
+        return "dev" if value == "heldout" else value
 
 
 def load_eval_set(path: Path) -> list[EvalItem]:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from rich.table import Table
 
 from assistant.core import Assistant
+from assistant.errors import InputFileError
 from assistant.eval.calibration import JSON_FIELDS, calibrate, load_pairs
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import load_eval_set
@@ -44,6 +45,8 @@ def run(
     assistant.require_papers()  # a missing or empty store is said before a run folder is made
     path = eval_set or default_eval_set()
     items = [i for i in load_eval_set(path) if split in (None, i.split)][:limit]
+    if not items:
+        raise InputFileError(str(path), f"no questions in split {split!r} (its 'split' fields)")
     judge = make_judge(judge_name, assistant.settings, assistant.embedder)
     remote = assistant.provider.name != "extractive" or judge_name == "llm"
     started = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

@@ -32,21 +32,18 @@ from assistant.context import Context
 from assistant.embeddings import Embedder
 from assistant.lexical import analyze
 from assistant.llm.base import Piece, Provider, StreamWarning
-from assistant.llm.focus import (
-    Rarity,
-    asked_terms,
+from assistant.llm.figures import (
     asks_figure,
     asks_quantity,
     counted_terms,
-    coverage,
     has_value,
-    idf_weights,
-    is_survey,
     measured_terms,
+    measures,
     states_count,
     states_value,
 )
-from assistant.llm.survey import SurveyBar, features, shipped_bar
+from assistant.llm.focus import Rarity, asked_terms, coverage, idf_weights, is_survey, surface
+from assistant.llm.survey import SurveyBar, features, ranks, shipped_bar
 from assistant.metadata_questions import answer as answer_from_metadata
 from assistant.metadata_questions import parse as metadata_question
 
@@ -240,13 +237,15 @@ class ExtractiveProvider(Provider):
             chosen.append(pick)
             per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
         if asks_quantity(context.question):
-            chosen += self._numbers_for(candidates, chosen, floor)
+            chosen += self._numbers_for(candidates, chosen, floor, best)
         return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
 
-    @staticmethod
-    def _numbers_for(candidates: list[Candidate], chosen: list[int], floor: float) -> list[int]:
+    def _numbers_for(
+        self, candidates: list[Candidate], chosen: list[int], floor: float, best: dict[int, float]
+    ) -> list[int]:
         """A question asking "how much" is answered with a number: each quoted paper none of
-        whose quoted sentences gives a value also gets its best sentence that does."""
+        whose quoted sentences gives a value also gets its best sentence that does, when that
+        is within twice the sentence margin of the paper's best."""
         added = []
         for source in {candidates[i].source for i in chosen}:
             if any(has_value(candidates[i].text) for i in chosen if candidates[i].source == source):
@@ -254,7 +253,10 @@ class ExtractiveProvider(Provider):
             numeric = [
                 i
                 for i, c in enumerate(candidates)
-                if c.source == source and c.similarity >= floor and has_value(c.text)
+                if c.source == source
+                and c.similarity >= floor
+                and c.score >= best[source] - 2 * self.sentence_margin
+                and has_value(c.text)
             ]
             if numeric:
                 added.append(max(numeric, key=lambda i: candidates[i].score))
@@ -282,9 +284,10 @@ class ExtractiveProvider(Provider):
         terms = asked_terms(context.question)
         weights = idf_weights(terms, self.rarity)
         top = max(best.values())
+        both = ranks(context.sources)
         return {
             source: features(
-                context.sources[source - 1],
+                both[source - 1],
                 source,
                 coverage(terms, weights, context.sources[source - 1].text),
                 top - score,
@@ -300,29 +303,52 @@ class ExtractiveProvider(Provider):
         return dict(zip(sources, (float(v) for v in p), strict=True))
 
     def unanswered(self, context: Context, candidates: list[Candidate]) -> str | None:
-        """Why the abstracts do not answer, when they do not: the paper the question is about
-        (named, or the best match) does not mention what it asks for, and for an unnamed paper
-        nothing matches closely either. None when they may answer."""
-        if context.pinned or not candidates:
+        """Why the abstracts do not answer, when they do not. A survey question: no paper is
+        likely enough, or the closest does not mention what is asked and matches no sentence
+        closely. A one-paper question: the paper it is about (named, pinned by the
+        conversation, or the best match) does not give the count, value or figure asked for,
+        or (unless pinned) does not mention what is asked. None when they may answer."""
+        if not candidates:
             return None
         best = _best_per_paper(candidates)
-        survey = is_survey(context.question)
-        uncovered = self._uncovered_topic(context, best) if survey else None
-        if uncovered is not None:
-            return uncovered
-        named = set() if survey else _named_sources(context)
+        if is_survey(context.question):
+            if context.pinned:
+                return None
+            uncovered = self._uncovered_topic(context, best)
+            top = max(best, key=lambda s: best[s])
+            return uncovered or self._unmentioned(context, candidates, top, named=False)
+        named = _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
-        hit = context.sources[top - 1]
-        counted = counted_terms(context.question)
+        missing = self._missing_figure(context, candidates, top)
+        if missing is not None or context.pinned:
+            return missing
+        return self._unmentioned(context, candidates, top, named=bool(named))
+
+    def _missing_figure(
+        self, context: Context, candidates: list[Candidate], top: int
+    ) -> str | None:
+        """The count, measured value or figure the question asks for, which the paper lacks."""
+        question, hit = context.question, context.sources[top - 1]
+        sentences = sentences_of(hit.paper)
+        counted = counted_terms(question)
         closest = max((c for c in candidates if c.source == top), key=lambda c: c.score)
-        if counted and not states_count(counted, [*sentences_of(hit.paper), closest.text]):
-            things = " or ".join(terms[0] for terms in counted if terms)
+        if counted and not states_count(counted, [*sentences, closest.text]):
+            things = " or ".join(surface(question, [t[0] for t in counted if t]))
             return f"«{hit.label}», the closest abstract, gives no number of {things}"
-        if asks_figure(context.question) and not any(map(has_value, sentences_of(hit.paper))):
+        if asks_figure(question) and not any(map(has_value, sentences)):
             return f"«{hit.label}», the closest abstract, gives no figures"
-        measured = measured_terms(context.question)
-        if measured and not states_value(measured, sentences_of(hit.paper)):
-            return f"«{hit.label}», the closest abstract, gives no value of {' or '.join(measured)}"
+        measured = measured_terms(question)
+        if measured and not states_value(measured, sentences):
+            things = " or ".join(measures(question))
+            return f"«{hit.label}», the closest abstract, gives no value of {things}"
+        return None
+
+    def _unmentioned(
+        self, context: Context, candidates: list[Candidate], top: int, *, named: bool
+    ) -> str | None:
+        """The paper contains less than ``min_coverage`` of the asked-for terms and, unless the
+        question names it, no sentence matches closely either."""
+        hit = context.sources[top - 1]
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
         share = coverage(terms, idf_weights(terms, self.rarity), hit.text)
@@ -331,7 +357,8 @@ class ExtractiveProvider(Provider):
         similarity = max(c.similarity for c in candidates if c.source == top)
         if not named and similarity >= self.confident_similarity:
             return None
-        missing = [t for t in terms if t not in set(analyze([hit.text])[0])]
+        present = set(analyze([hit.text])[0])
+        missing = surface(context.question, [t for t in terms if t not in present])
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
 
     def _uncovered_topic(self, context: Context, best: dict[int, float]) -> str | None:
@@ -340,9 +367,9 @@ class ExtractiveProvider(Provider):
         top = max(likely, key=lambda s: likely[s])
         if likely[top] >= self.survey_bar.refuse_below:
             return None
-        terms = ", ".join(asked_terms(context.question)) or "the question"
+        terms = ", ".join(surface(context.question, asked_terms(context.question)))
         return (
-            f"no abstract is likely about: {terms} "
+            f"no abstract is likely about: {terms or 'the question'} "
             f"(closest: «{context.sources[top - 1].label}», p={likely[top]:.2f})"
         )
 

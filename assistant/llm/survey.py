@@ -10,7 +10,7 @@ what the question asks about. A logistic model over those signals gives each pap
 probability; papers above ``include`` are cited, and when no paper reaches ``refuse_below`` the
 question is about something the abstracts do not cover.
 
-The weights are fitted by ``evals/fit_survey_bar.py`` on the eval set's ``tune`` and ``dev``
+The weights are fitted by ``evals/survey/fit_survey_bar.py`` on the eval set's ``tune`` and ``dev``
 survey questions (never ``test``) and shipped as ``survey_bar.json``.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -32,16 +33,24 @@ FEATURES = ("log_dense_rank", "log_lexical_rank", "log_position", "coverage", "g
 UNRANKED = 200  # a retriever that did not return the paper: ranked past its candidates
 
 
-def features(hit: Hit, position: int, coverage: float, gap: float) -> list[float]:
-    """``position``: 1-based place in the fused ranking; ``coverage``: the IDF share of the
-    asked-for terms the abstract contains; ``gap``: the best sentence score minus this paper's."""
-    return [
-        math.log(hit.dense_rank or UNRANKED),
-        math.log(hit.lexical_rank or UNRANKED),
-        math.log(position),
-        coverage,
-        gap,
-    ]
+def ranks(hits: Sequence[Hit]) -> list[tuple[int, int]]:
+    """Each hit's dense and lexical rank. A retriever switched off (its weight 0) ranks no
+    paper; the other's rank stands in for it, so the bar is not read as "both disagree"."""
+    dense_on = any(h.dense_rank is not None for h in hits)
+    lexical_on = any(h.lexical_rank is not None for h in hits)
+    out = []
+    for hit in hits:
+        dense = hit.dense_rank if dense_on else hit.lexical_rank
+        lexical = hit.lexical_rank if lexical_on else hit.dense_rank
+        out.append((dense or UNRANKED, lexical or UNRANKED))
+    return out
+
+
+def features(rank: tuple[int, int], position: int, coverage: float, gap: float) -> list[float]:
+    """``rank``: dense and lexical (``ranks``); ``position``: 1-based place in the fused
+    ranking; ``coverage``: the IDF share of the asked-for terms the abstract contains; ``gap``:
+    the best sentence score minus this paper's."""
+    return [math.log(rank[0]), math.log(rank[1]), math.log(position), coverage, gap]
 
 
 @dataclass(frozen=True)

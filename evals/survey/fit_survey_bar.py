@@ -12,7 +12,7 @@ leave-one-question-out probabilities, so they are not fitted to the very rows th
 
 The test split plays no part. Needs a store that holds the shipped corpus:
 
-    assistant ingest --store /tmp/s && python evals/fit_survey_bar.py --store /tmp/s
+    assistant ingest --store /tmp/s && python evals/survey/fit_survey_bar.py --store /tmp/s
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
 from assistant.llm.focus import is_survey
 from assistant.llm.survey import FEATURES, MODEL_FILE, SurveyBar
 
-EVAL_SET = Path(__file__).with_name("neurips2025.jsonl")
+EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
 FIT_SPLITS = ("tune", "dev")
 L2 = 1.0
 REFUSAL_MARGIN = 0.05

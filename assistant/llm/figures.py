@@ -1,0 +1,145 @@
+"""What a question asks to count or measure, and whether a sentence gives it.
+
+- ``counted_terms`` / ``states_count``: "How many videos does MoveBench contain?" is answered
+  only by a sentence with a count that says "videos"; "5-second, 480p videos" counts none.
+- ``measured_terms`` / ``states_value``: "What BLEU score does M1 reach?" is answered only by a
+  sentence that names the measure and gives a value; "outperforms ChatGPT on BLEU score" gives
+  none. "What score function ..." and "what accuracy bounds ..." ask for no value.
+- ``asks_figure``: "by how much", "by what percentage": an abstract without a single figure
+  cannot answer it.
+- ``asks_quantity``: how many, how much, how fast ...: a sentence with a value answers best.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from assistant.lexical import analyze
+from assistant.llm.focus import asking_terms
+
+_HOW_MANY = re.compile(r"\bhow many ([\w-]+(?:\s+[\w-]+)?)", re.IGNORECASE)
+_MATH = re.compile(r"\$[^$]*\$")  # LaTeX: "$1/k$" is no count of anything
+# A count: a whole number ("11,000", "25", "1018."), a scaled one ("7K", "1.2M", "7B-parameter")
+# or a number word; not a unit's measure ("5-second", "480p", "4-bit", "Wan-I2V-14B"), not a
+# ratio ("1.5").
+_COUNT = re.compile(
+    r"(?<![\w.-])(?:\d+(?:\.\d+)?\s?[KMB](?![A-Za-z])|(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w-]|\.\d))"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens|hundreds|"
+    r"thousands|millions|billions)\b",
+    re.IGNORECASE,
+)
+# "What top-1 accuracy does X reach?", "what BLEU score on ...": a measured value is asked for.
+_MEASURE = re.compile(
+    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}?((?:bleu|rouge|f1|iou|map) score|accuracy|score|f1|"
+    r"bleu|rouge|auc|perplexity|error rate|speed-?up|latency|throughput|win rate|success rate)"
+    r"(?=\s+(?:does|do|did|is|was|are|were|can|could|on|in|at|of|for)\b|\s*\?)",
+    re.IGNORECASE,
+)
+# A value: a number, a percentage or a multiplier ("30%", "2.19×", "100x"), not fused to a unit
+# word ("4-bit", "480p"), not a label ("Stage 2", "M1") and not a year ("2021").
+_VALUE = re.compile(r"(?<![\w.-])(\d+(?:[.,]\d+)*)\s?(?:%|x|×)?(?![\w-])")
+_LABEL_WORDS = frozenset(
+    "stage step phase module section table figure fig eq equation level version type part "
+    "task round".split()
+)
+_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|fast|large|big|long|often)|by how much|what (?:percentage|"
+    r"fraction|accuracy|speed-?up|score|number|size)|to what extent)\b",
+    re.IGNORECASE,
+)
+_ASKS_FIGURE = re.compile(
+    r"\b(?:by how much|how much (?:faster|slower|better|worse|cheaper|more|less|fewer|higher|"
+    r"lower|smaller|larger)|by what (?:percentage|factor|margin|fraction)|what (?:percentage|"
+    r"fraction))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_quantity(question: str) -> bool:
+    """Asks how many, how much, how fast ...: a sentence with a number answers best."""
+    return bool(_QUANTITY.search(question))
+
+
+def asks_figure(question: str) -> bool:
+    """Asks for a figure only an abstract's numbers can give ("by how much ...")."""
+    return bool(_ASKS_FIGURE.search(question))
+
+
+def _values(text: str) -> list[int]:
+    """Where the values are: the character offsets of numbers that are not a label ("Stage 2")
+    or a year ("Littman 1994")."""
+    found = []
+    for match in _VALUE.finditer(text):
+        before = text[: match.start()].split()
+        if before and before[-1].lower().strip("(") in _LABEL_WORDS:
+            continue
+        if re.fullmatch(r"(?:19|20)\d\d", match.group(1)):
+            continue
+        found.append(match.start())
+    return found
+
+
+def has_value(sentence: str) -> bool:
+    """Gives a value: a number, percentage or multiplier that is not a label or a year."""
+    return bool(_values(_MATH.sub(" ", sentence)))
+
+
+def _value_near(wanted: set[str], sentence: str, window: int = 6) -> bool:
+    """A value within ``window`` words of a word for one of the wanted measures: "GPLQ is 100x
+    faster ... competitive in accuracy" gives no accuracy."""
+    text = _MATH.sub(" ", sentence)
+    words = list(re.finditer(r"\S+", text))
+    starts = [w.start() for w in words]
+    at_values = {sum(1 for st in starts if st <= v) - 1 for v in _values(text)}
+    at_measures = {i for i, w in enumerate(words) if wanted & set(analyze([w.group()])[0])}
+    return any(abs(i - j) <= window for i in at_values for j in at_measures)
+
+
+def _has_count(sentence: str) -> bool:
+    return bool(_COUNT.search(_MATH.sub(" ", sentence)))
+
+
+def counted_terms(question: str) -> list[list[str]]:
+    """The things a question asks to count, the two words after each "how many": "How many
+    images are in X and how many distinct groups?" -> [["imag"], ["distinct", "group"]]; []
+    when it asks for no count."""
+    return [
+        [t for t in analyze([match.group(1)])[0] if t not in asking_terms()]
+        for match in _HOW_MANY.finditer(question)
+    ]
+
+
+def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
+    """Some sentence gives a count together with one of the things counted, or the last
+    sentence given (the one closest to the question, which may name them otherwise: "people"
+    for "participants") gives a count."""
+    wanted = {t for terms in counted for t in terms}
+    sentences = list(sentences)
+    if not wanted or (sentences and _has_count(sentences[-1])):
+        return True
+    return any(_has_count(s) and wanted & set(analyze([s])[0]) for s in sentences)
+
+
+def measures(question: str) -> list[str]:
+    """The measures a question asks the value of, in its words: "What ImageNet top-1 accuracy
+    does GPLQ reach?" -> ["accuracy"], "What BLEU score ..." -> ["BLEU score"]."""
+    return [m.group(1) for m in _MEASURE.finditer(question)]
+
+
+# A measure an abstract states in other words: "100x faster" is a speedup.
+_SAID_AS = {"speedup": "faster speed accelerates acceleration", "speed-up": "faster speed"}
+
+
+def measured_terms(question: str) -> list[str]:
+    """``measures`` as analysed terms, with the words that state them otherwise: "What BLEU
+    score ..." -> ["bleu", "score"]."""
+    phrases = [p for m in measures(question) for p in (m, _SAID_AS.get(m.lower(), ""))]
+    return list(dict.fromkeys(t for phrase in phrases for t in analyze([phrase])[0]))
+
+
+def states_value(measured: list[str], sentences: Iterable[str]) -> bool:
+    """Some sentence names one of the measures with a value near it ("outperforms ChatGPT on
+    BLEU score" names the measure but gives none)."""
+    wanted = set(measured)
+    return not wanted or any(_value_near(wanted, s) for s in sentences)
