@@ -45,8 +45,9 @@ _WHEN = re.compile(
 # "When was the THG source code released?", "what year was its implementation released?" ask
 # about the code, not the paper ("when was the STARFlow model published?" is the paper's year).
 _CODE_RELEASE = re.compile(
-    r"\b(?:code|codebase|implementation|toolkit|repository|repo|software|weights|checkpoints?)"
-    r"\b[^?]{0,40}\b(?:released|open-sourced|made (?:public|available)|available)\b",
+    r"\b(?:code(?! generation)|codebase|implementation|toolkit|repository|repo|software|"
+    r"weights|checkpoints?)\b[^?]{0,40}\b(?:released|published|open[- ]sourced|made (?:public|"
+    r"available)|available|on github)\b",
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")

@@ -56,10 +56,13 @@ class Hit:
 
     def names(self) -> list[str]:
         """What a reader may call the paper: its label, its title, the title's head before a
-        colon ("Stop Summation"), and the name its abstract coins ("PURE")."""
+        colon ("Stop Summation"), the name its abstract coins ("PURE"), and each of two names
+        its label pairs ("MultALMC and MultCDiff")."""
         title = self.paper.title or ""
         found = [self.label, title, re.split(r":| - | — ", title, maxsplit=1)[0]]
         found.append(coined_name(self.text) or "")
+        pair = re.fullmatch(r"(\S+) and (\S+)", self.label)  # "MAIL-BRO and MURMAIL": either
+        found.extend(pair.groups() if pair else ())
         return [n.strip() for n in dict.fromkeys(found) if len(n.strip()) >= 3 and "…" not in n]
 
     def named_in(self, question: str) -> bool:

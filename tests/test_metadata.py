@@ -224,6 +224,9 @@ def test_when_was_the_code_released_is_not_a_question_about_the_paper():
         "When was the THG source code first released?",
         "What year was the THG source code released?",
         "When was the Object concepts implementation released?",
+        "When was the THG code published?",
+        "What year was the THG code open sourced?",
+        "When was the implementation of STARFlow published on GitHub?",
     ):
         assert parse(code) is None, code
     for paper in (
@@ -231,5 +234,6 @@ def test_when_was_the_code_released_is_not_a_question_about_the_paper():
         "When was the STARFlow model published?",
         "When was the VeriThoughts dataset published?",
         "When was the paper on data-driven stochastic optimization published?",
+        "What year was the Verilog code generation dataset released?",
     ):
         assert parse(paper) is not None, paper

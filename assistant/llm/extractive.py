@@ -314,8 +314,9 @@ class ExtractiveProvider(Provider):
         if is_survey(context.question):
             if context.pinned:
                 return None
-            uncovered = self._uncovered_topic(context, best)
-            top = max(best, key=lambda s: best[s])
+            likely = self.survey_probabilities(context, best)
+            top = max(likely, key=lambda s: likely[s])  # the paper likeliest to qualify
+            uncovered = self._uncovered_topic(context, likely)
             return uncovered or self._unmentioned(context, candidates, top, named=False)
         named = _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
@@ -331,8 +332,9 @@ class ExtractiveProvider(Provider):
         question, hit = context.question, context.sources[top - 1]
         sentences = sentences_of(hit.paper)
         counted = counted_terms(question)
-        closest = max((c for c in candidates if c.source == top), key=lambda c: c.score)
-        if counted and not states_count(counted, [*sentences, closest.text]):
+        own = [c for c in candidates if c.source == top]
+        closest = [max(own, key=lambda c: c.score).text] if own else []
+        if counted and not states_count(counted, [*sentences, *closest]):
             things = " or ".join(surface(question, [t[0] for t in counted if t]))
             return f"«{hit.label}», the closest abstract, gives no number of {things}"
         if asks_figure(question) and not any(map(has_value, sentences)):
@@ -354,16 +356,15 @@ class ExtractiveProvider(Provider):
         share = coverage(terms, idf_weights(terms, self.rarity), hit.text)
         if share >= self.min_coverage:
             return None
-        similarity = max(c.similarity for c in candidates if c.source == top)
+        similarity = max((c.similarity for c in candidates if c.source == top), default=-1.0)
         if not named and similarity >= self.confident_similarity:
             return None
         present = set(analyze([hit.text])[0])
         missing = surface(context.question, [t for t in terms if t not in present])
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
 
-    def _uncovered_topic(self, context: Context, best: dict[int, float]) -> str | None:
+    def _uncovered_topic(self, context: Context, likely: dict[int, float]) -> str | None:
         """A survey question none of whose papers clears even the refusal bar."""
-        likely = self.survey_probabilities(context, best)
         top = max(likely, key=lambda s: likely[s])
         if likely[top] >= self.survey_bar.refuse_below:
             return None

@@ -19,12 +19,12 @@ from assistant.lexical import analyze
 from assistant.llm.focus import asking_terms
 
 _HOW_MANY = re.compile(r"\bhow many ([\w-]+(?:\s+[\w-]+)?)", re.IGNORECASE)
-_MATH = re.compile(r"\$[^$]*\$")  # LaTeX: "$1/k$" is no count of anything
+_MATH = re.compile(r"\$")  # LaTeX: "$86.49$%" is a value once its dollars are gone
 # A count: a whole number ("11,000", "25", "1018."), a scaled one ("7K", "1.2M", "7B-parameter")
 # or a number word; not a unit's measure ("5-second", "480p", "4-bit", "Wan-I2V-14B"), not a
-# ratio ("1.5").
+# ratio ("1.5", "1/k").
 _COUNT = re.compile(
-    r"(?<![\w.-])(?:\d+(?:\.\d+)?\s?[KMB](?![A-Za-z])|(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w-]|\.\d))"
+    r"(?<![\w./-])(?:\d+(?:\.\d+)?\s?[KMB](?![A-Za-z])|(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w/-]|\.\d))"
     r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozens|hundreds|"
     r"thousands|millions|billions)\b",
     re.IGNORECASE,
@@ -71,6 +71,11 @@ def _values(text: str) -> list[int]:
     or a year ("Littman 1994")."""
     found = []
     for match in _VALUE.finditer(text):
+        if (
+            text[match.end() : match.end() + 1] == ")"
+            and text[match.start() - 1 : match.start()] in "("
+        ):
+            continue  # a list marker: "(1)", "2)"
         before = text[: match.start()].split()
         if before and before[-1].lower().strip("(") in _LABEL_WORDS:
             continue
@@ -111,12 +116,12 @@ def counted_terms(question: str) -> list[list[str]]:
 
 
 def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
-    """Some sentence gives a count together with one of the things counted, or the last
-    sentence given (the one closest to the question, which may name them otherwise: "people"
-    for "participants") gives a count."""
+    """Some sentence gives a count together with one of the things counted. (Accepting any
+    count in the sentence closest to the question, for things named otherwise, let "1.45M
+    image-text pairs" answer "how many videos"; on tune and dev it answered nothing more.)"""
     wanted = {t for terms in counted for t in terms}
     sentences = list(sentences)
-    if not wanted or (sentences and _has_count(sentences[-1])):
+    if not wanted:
         return True
     return any(_has_count(s) and wanted & set(analyze([s])[0]) for s in sentences)
 
@@ -135,7 +140,9 @@ def measured_terms(question: str) -> list[str]:
     """``measures`` as analysed terms, with the words that state them otherwise: "What BLEU
     score ..." -> ["bleu", "score"]."""
     phrases = [p for m in measures(question) for p in (m, _SAID_AS.get(m.lower(), ""))]
-    return list(dict.fromkeys(t for phrase in phrases for t in analyze([phrase])[0]))
+    terms = list(dict.fromkeys(t for phrase in phrases for t in analyze([phrase])[0]))
+    specific = [t for t in terms if t != "score"]  # "BLEU score": an LPIPS score is no BLEU
+    return specific or terms
 
 
 def states_value(measured: list[str], sentences: Iterable[str]) -> bool:

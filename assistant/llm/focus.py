@@ -85,4 +85,4 @@ def surface(question: str, terms: Iterable[str]) -> list[str]:
     for word in re.findall(r"[\w-]+", question):
         for term in analyze([word])[0]:
             words.setdefault(term, word)
-    return [words.get(t, t) for t in terms]
+    return list(dict.fromkeys(words.get(t, t) for t in terms))
