@@ -346,8 +346,7 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """Yield the answer text as it arrives, then the checked ``Answer``. ``on_status`` is
         told "searching", then "answering" once the sources are found and the model is asked."""
-        pinned = bool(filters and filters.get("paper_id"))
-        request = self._request(question, k, filters, search_query, pinned)
+        request = self._request(question, k, filters, search_query)
         return self.chain().stream(request, on_status)
 
     def _request(
@@ -356,12 +355,14 @@ class Assistant:
         k: int | None,
         filters: Mapping[str, Any] | None,
         search_query: str | None = None,
-        pinned: bool = False,
     ) -> Request:
-        """The chain's request. A question about papers from a year ("papers from 2024 on X")
-        searches only that year when the store has papers from it; a bare listing ("papers from
-        2024") is pinned: those papers are the answer, however little they resemble it."""
+        """The chain's request. Papers chosen by id (a ``paper_id`` filter: a follow-up about
+        earlier answers, ``/show``) are pinned: they are what the question is about. A question
+        about papers from a year ("papers from 2024 on X") searches only that year when the
+        store has papers from it; a bare listing ("papers from 2024") is pinned too: those
+        papers are the answer, however little they resemble it."""
         question = check_query(question)
+        pinned = bool(filters and filters.get("paper_id"))
         asked = search_query or question
         year = asked_year(asked)
         if (

@@ -188,6 +188,12 @@ def test_a_follow_up_about_a_pinned_paper_is_refused_when_it_lacks_the_figure(sh
     assert follow.refused and any("no value of BLEU" in w for w in follow.warnings)
     counted = shipped.ask("How many videos does it make?", filters=pinned)
     assert counted.refused and any("no number of videos" in w for w in counted.warnings)
+    # A pinned paper is the one asked about, as if named: it must mention what is asked.
+    kvflow = {"paper_id": [c.paper_id for c in shipped.ask("What is KVFlow?").citations]}
+    rate = shipped.ask("What learning rate was used to train it?", filters=kvflow)
+    assert rate.refused and any("does not mention: learning, rate" in w for w in rate.warnings)
+    speedup = shipped.ask("What speedup does it achieve?", filters=kvflow)
+    assert not speedup.refused and "2.19" in speedup.text
 
 
 def test_the_survey_bar_works_with_a_retriever_switched_off(shipped_store):

@@ -321,9 +321,10 @@ class ExtractiveProvider(Provider):
         named = _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
         missing = self._missing_figure(context, candidates, top)
-        if missing is not None or context.pinned:
+        if missing is not None:
             return missing
-        return self._unmentioned(context, candidates, top, named=bool(named))
+        # A pinned paper is the one asked about, as if named: it must mention what is asked.
+        return self._unmentioned(context, candidates, top, named=bool(named) or context.pinned)
 
     def _missing_figure(
         self, context: Context, candidates: list[Candidate], top: int
