@@ -138,8 +138,8 @@ class ExtractiveProvider(Provider):
         self.redundancy = redundancy
         self.lookup = lookup  # stored sentence vectors by id, to skip re-embedding
         self.rarity = rarity  # document frequencies in the corpus, for what a question asks
-        # Tuned on the eval set's first 67 questions (evals/neurips2025.jsonl, q01-q67); the
-        # questions from q68 on are held out (README, "Evaluation").
+        # Tuned on the eval set's tune and dev splits (evals/neurips2025.jsonl); the test
+        # split is held out (README, "Evals").
         self.single_margin = single_margin  # a paper quoted for a one-paper question
         self.sentence_margin = sentence_margin  # a sentence, against its paper's best
         self.min_coverage = min_coverage  # IDF share of the asked-for terms the abstract has
@@ -264,8 +264,8 @@ class ExtractiveProvider(Provider):
 
     def _papers_to_quote(self, context: Context, best: dict[int, float]) -> set[int]:
         """The user's papers when pinned; the papers a single-paper question names; otherwise
-        those whose best sentence is within a margin of the best one (a wider margin when the
-        question asks for all papers that qualify)."""
+        those whose best sentence is within a margin of the best one; for a question that asks
+        for all papers that qualify, those the survey bar finds likely (at least the likeliest)."""
         if context.pinned:
             return set(best)
         survey = is_survey(context.question)
@@ -307,7 +307,8 @@ class ExtractiveProvider(Provider):
         likely enough, or the closest does not mention what is asked and matches no sentence
         closely. A one-paper question: the paper it is about (named, pinned by the
         conversation, or the best match) does not give the count, value or figure asked for,
-        or (unless pinned) does not mention what is asked. None when they may answer."""
+        or does not mention what is asked (and, unless named or pinned, matches no sentence
+        closely). None when they may answer."""
         if not candidates:
             return None
         best = _best_per_paper(candidates)
@@ -320,22 +321,18 @@ class ExtractiveProvider(Provider):
             return uncovered or self._unmentioned(context, candidates, top, named=False)
         named = _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
-        missing = self._missing_figure(context, candidates, top)
+        missing = self._missing_figure(context, top)
         if missing is not None:
             return missing
         # A pinned paper is the one asked about, as if named: it must mention what is asked.
         return self._unmentioned(context, candidates, top, named=bool(named) or context.pinned)
 
-    def _missing_figure(
-        self, context: Context, candidates: list[Candidate], top: int
-    ) -> str | None:
+    def _missing_figure(self, context: Context, top: int) -> str | None:
         """The count, measured value or figure the question asks for, which the paper lacks."""
         question, hit = context.question, context.sources[top - 1]
-        sentences = sentences_of(hit.paper)
+        sentences = sentences_of(hit.paper)  # the candidates' sentences are among these
         counted = counted_terms(question)
-        own = [c for c in candidates if c.source == top]
-        closest = [max(own, key=lambda c: c.score).text] if own else []
-        if counted and not states_count(counted, [*sentences, *closest]):
+        if counted and not states_count(counted, sentences):
             things = " or ".join(surface(question, [t[0] for t in counted if t]))
             return f"«{hit.label}», the closest abstract, gives no number of {things}"
         if asks_figure(question) and not any(map(has_value, sentences)):
