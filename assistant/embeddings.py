@@ -65,11 +65,21 @@ class MiniLMEmbedder(Embedder):
 
     dim = 384
 
-    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int | None = None):
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        batch_size: int = 32,
+        threads: int | None = None,
+        model: Path | None = None,
+    ):
+        """``model``: another ONNX file of the same network (benchmarks try quantised ones);
+        the default is the shipped file."""
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.threads = threads
-        self.name = f"minilm-l6-v2-int8@{max_tokens}"
+        self.model = model
+        weights = f"int8:{model.name}" if model else "int8"
+        self.name = f"minilm-l6-v2-{weights}@{max_tokens}"
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -100,6 +110,10 @@ class MiniLMEmbedder(Embedder):
             from tokenizers import Tokenizer
 
             model, tokenizer_file = self.model_files()
+            if self.model is not None:
+                if not self.model.is_file():
+                    raise ConfigError(f"embedding model file missing: {self.model}")
+                model = self.model
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(max_length=self.max_tokens)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
