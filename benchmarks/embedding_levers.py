@@ -1,0 +1,241 @@
+"""Ingest levers on SciFact: what each costs in embedding time and what it does to nDCG@10.
+
+Issue #10 asks for an ingest at least as fast as Chroma's naive path (one 256-piece document per
+abstract) without losing retrieval quality (test nDCG@10 >= 0.740, and within 0.005 of today for
+int8). The cost of ingest is the transformer pass, so this measures the levers on that pass, all
+on SciFact's 5,183 abstracts in one run:
+
+* weights: the shipped MiniLM file (int8 storage, fp32 compute) or real int8 (onnxruntime's
+  dynamic quantization, per channel, of that file; needs ``pip install -e '.[bench]'``);
+* what is embedded: chunks and sentences (today), or sentences only, with each chunk's vector
+  pooled from its sentences' vectors (weighted by length), which removes the chunk pass.
+
+Each arm's vectors are scored through the product's own fusion (``HybridRetriever.fuse``) with
+today's weights and with the weights best on the *train* queries; test is reported. The lexical
+candidates and chunk texts come from a SciFact store built by ``scifact_retrieval.py``: they do
+not depend on the vectors. Vectors are cached in ``--cache``; ``--fresh`` embeds again.
+
+    python benchmarks/scifact_retrieval.py            # builds the store once (~20 min)
+    python benchmarks/embedding_levers.py             # ~30 min here, 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from ingest_vs_chroma import naive_embed, naive_session
+from scifact_retrieval import DEFAULT_DATA, HERE, fused, load_papers, load_qrels, score
+
+from assistant import Assistant, load_settings
+from assistant.chunking import sentences_of
+from assistant.corpus import Paper
+from assistant.embeddings import MiniLMEmbedder
+from assistant.retrieval import Candidates, _best_per_paper, _heads
+from assistant.settings import RetrievalSettings
+from assistant.store import Filter
+from assistant.store.base import Match
+
+Arm = tuple[str, str, bool]  # (name, weights, chunks pooled from sentences)
+ARMS: list[Arm] = [
+    ("shipped weights, chunks + sentences (today)", "shipped", False),
+    ("shipped weights, sentences, pooled chunks", "shipped", True),
+    ("int8 weights, chunks + sentences", "int8", False),
+    ("int8 weights, sentences, pooled chunks", "int8", True),
+]
+
+
+def int8_model(cache: Path) -> Path:
+    """Real int8: fold the shipped file's dequantisation into fp32 weights, then quantise its
+    matrix products dynamically, per output channel."""
+    out = cache / "minilm-int8-per-channel.onnx"
+    if out.exists():
+        return out
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    folded = cache / "minilm-folded.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folded)
+    ort.InferenceSession(str(MiniLMEmbedder.model_files()[0]), options)
+    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for CNNs
+    quantize_dynamic(str(folded), str(out), weight_type=QuantType.QInt8, per_channel=True)
+    return out
+
+
+def timed_embed(embedder: MiniLMEmbedder, texts: Sequence[str]) -> tuple[np.ndarray, float]:
+    embedder.embed(["warm up"])
+    start = time.perf_counter()
+    vectors = np.vstack([embedder.embed(texts[i : i + 4096]) for i in range(0, len(texts), 4096)])
+    return vectors, time.perf_counter() - start
+
+
+def pooled_chunks(
+    papers: dict[str, Paper],
+    chunks: list[tuple[str, str, str]],
+    sentence_rows: dict[str, int],
+    sentences: np.ndarray,
+) -> np.ndarray:
+    """Each chunk's vector: its sentences' vectors (those at least half inside it) averaged,
+    weighted by length, and normalised."""
+    out = np.zeros((len(chunks), sentences.shape[1]), dtype=np.float32)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for row, (_, pid, text) in enumerate(chunks):
+        full = papers[pid].text_for_index
+        if pid not in spans:
+            spans[pid], pos = [], 0
+            for sentence in sentences_of(papers[pid]):
+                at = full.find(sentence, pos)
+                at = at if at >= 0 else pos
+                spans[pid].append((at, at + len(sentence)))
+                pos = at + 1
+        at = full.find(text[:80])
+        start, end = (at, at + len(text)) if at >= 0 else (0, len(full))
+        rows, weights = [], []
+        for i, (s, e) in enumerate(spans[pid]):
+            if min(end, e) - max(start, s) >= 0.5 * (e - s):
+                rows.append(sentence_rows[f"{pid}:s{i}"])
+                weights.append(e - s)
+        vector = (sentences[rows] * np.array(weights, np.float32)[:, None]).sum(axis=0)
+        out[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    return out
+
+
+def nearest(
+    matrix: np.ndarray, ids: list[str], owners: list[str], v: np.ndarray, n: int
+) -> list[Match]:
+    sims = matrix @ v
+    top = np.argpartition(-sims, n)[:n]
+    return [Match(ids[t], owners[t], float(sims[t])) for t in top[np.argsort(-sims[top])]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--store", type=Path, default=HERE / ".cache" / "scifact-store")
+    parser.add_argument("--cache", type=Path, default=HERE / ".cache" / "levers")
+    parser.add_argument("--fresh", action="store_true", help="embed again, ignoring the cache")
+    args = parser.parse_args()
+    if not (args.store / "catalog.sqlite3").exists():
+        print(f"no SciFact store at {args.store}: run scifact_retrieval.py first", file=sys.stderr)
+        return 2
+    args.cache.mkdir(parents=True, exist_ok=True)
+    papers = {p.paper_id: p for p in load_papers(args.data)}
+    with sqlite3.connect(args.store / "catalog.sqlite3") as db:
+        chunks = list(db.execute("SELECT chunk_id, paper_id, text FROM chunks ORDER BY chunk_id"))
+    sentence_ids = [f"{pid}:s{i}" for pid, p in papers.items() for i in range(len(sentences_of(p)))]
+    sentence_texts = [s for p in papers.values() for s in sentences_of(p)]
+    sentence_rows = {sid: i for i, sid in enumerate(sentence_ids)}
+    print(f"{len(papers)} abstracts: {len(chunks)} chunks, {len(sentence_texts)} sentences")
+
+    timings = (
+        json.loads((args.cache / "timings.json").read_text())
+        if not args.fresh and (args.cache / "timings.json").exists()
+        else {}
+    )
+    if "naive" not in timings:
+        tokenizer, session = naive_session("256")
+        naive_embed(tokenizer, session, ["warm up"])
+        start = time.perf_counter()
+        naive_embed(tokenizer, session, [p.text_for_index for p in papers.values()])
+        timings["naive"] = time.perf_counter() - start
+    models = {"shipped": MiniLMEmbedder.model_files()[0], "int8": int8_model(args.cache)}
+    vectors: dict[str, np.ndarray] = {}
+    for weights, kind in itertools.product(models, ("sentences", "chunks")):
+        key, path = f"{weights}-{kind}", args.cache / f"{weights}-{kind}.npy"
+        if key in timings and path.exists():
+            vectors[key] = np.load(path)
+            continue
+        texts = sentence_texts if kind == "sentences" else [c[2] for c in chunks]
+        vectors[key], timings[key] = timed_embed(MiniLMEmbedder(model=models[weights]), texts)
+        np.save(path, vectors[key])
+        (args.cache / "timings.json").write_text(json.dumps(timings))
+        print(f"  embedded {key}: {timings[key]:.0f} s", flush=True)
+    (args.cache / "timings.json").write_text(json.dumps(timings))
+
+    settings = load_settings(store={"path": args.store})
+    cfg = settings.retrieval
+    n = cfg.candidates
+    queries = {
+        (r := json.loads(line))["_id"]: r["text"]
+        for line in (args.data / "queries.jsonl").open(encoding="utf-8")
+    }
+    qrels = {split: load_qrels(args.data / "qrels" / f"{split}.tsv") for split in ("train", "test")}
+    chunk_ids = [c[0] for c in chunks]
+    chunk_owner = [c[1] for c in chunks]
+    sentence_owner = [sid.rpartition(":")[0] for sid in sentence_ids]
+    with Assistant(settings) as assistant:
+        lexical = {
+            q: assistant.store.lexical(queries[q], n, Filter())
+            for split in qrels.values()
+            for q in split
+        }
+
+    def candidates(weights: str, pool: bool) -> dict[str, Candidates]:
+        sentences = vectors[f"{weights}-sentences"]
+        chunk_vectors = (
+            pooled_chunks(papers, chunks, sentence_rows, sentences)
+            if pool
+            else vectors[f"{weights}-chunks"]
+        )
+        embedder = MiniLMEmbedder(model=models[weights])
+        found = {}
+        for q in lexical:  # one at a time, as a search does: int8 scales depend on the batch
+            v = embedder.embed_query(queries[q])
+            near_chunks = nearest(chunk_vectors, chunk_ids, chunk_owner, v, n * 3)
+            near_sentences = nearest(sentences, sentence_ids, sentence_owner, v, n * 6)
+            found[q] = Candidates(
+                _heads(near_chunks, n),
+                _best_per_paper(near_chunks, n),
+                _best_per_paper(near_sentences, n),
+                lexical[q],
+            )
+        return found
+
+    def ndcg(found: dict[str, Candidates], split: str, trial: RetrievalSettings) -> float:
+        return score(fused({q: found[q] for q in qrels[split]}, trial), qrels[split])[0]
+
+    naive_rate = len(papers) / timings["naive"]
+    print(f"\nnaive path (one 256-piece document per abstract): {naive_rate:.1f} abstracts/s")
+    print(
+        "| arm | embedding abstracts/s | against naive | test nDCG@10, today's weights |"
+        " best weights on train (h/c/s) | test nDCG@10, those weights |"
+    )
+    print("|---|---|---|---|---|---|")
+    grid = [0.0, 0.2, 0.4, 0.6, 0.8]
+    for name, weights, pool in ARMS:
+        seconds = timings[f"{weights}-sentences"] + (0 if pool else timings[f"{weights}-chunks"])
+        rate = len(papers) / seconds
+        found = candidates(weights, pool)
+        tried = []
+        for h, c, s in itertools.product(grid, grid, [0.4, 0.6, 0.8, 1.0, 1.2]):
+            trial = cfg.model_copy(
+                update={
+                    "fusion": "zscore",
+                    "head_weight": h,
+                    "chunk_weight": c,
+                    "sentence_weight": s,
+                    "lexical_weight": 1.0,
+                }
+            )
+            tried.append((ndcg(found, "train", trial), (h, c, s), trial))
+        _, best, trial = max(tried, key=lambda t: t[0])
+        print(
+            f"| {name} | {rate:.1f} | {rate / naive_rate:.2f}x | {ndcg(found, 'test', cfg):.3f} |"
+            f" {best[0]:g}/{best[1]:g}/{best[2]:g} | {ndcg(found, 'test', trial):.3f} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
