@@ -33,7 +33,15 @@ from pathlib import Path
 
 import numpy as np
 from ingest_vs_chroma import naive_embed, naive_session
-from scifact_retrieval import DEFAULT_DATA, HERE, fused, load_papers, load_qrels, score
+from scifact_retrieval import (
+    DEFAULT_DATA,
+    HERE,
+    fused,
+    load_papers,
+    load_qrels,
+    score,
+    zscore_weights,
+)
 
 from assistant import Assistant, load_settings
 from assistant.chunking import sentences_of
@@ -218,15 +226,7 @@ def main() -> int:
         found = candidates(weights, pool)
         tried = []
         for h, c, s in itertools.product(grid, grid, [0.4, 0.6, 0.8, 1.0, 1.2]):
-            trial = cfg.model_copy(
-                update={
-                    "fusion": "zscore",
-                    "head_weight": h,
-                    "chunk_weight": c,
-                    "sentence_weight": s,
-                    "lexical_weight": 1.0,
-                }
-            )
+            trial = zscore_weights(cfg, h, c, s)
             tried.append((ndcg(found, "train", trial), (h, c, s), trial))
         _, best, trial = max(tried, key=lambda t: t[0])
         print(

@@ -88,21 +88,21 @@ def alone(found: dict[str, Candidates], which: str) -> Runs:
     return {q: [row[0] for row in getattr(c, which)] for q, c in found.items()}
 
 
+def zscore_weights(
+    cfg: RetrievalSettings, heads: float, chunks: float, sentences: float
+) -> RetrievalSettings:
+    """``cfg`` with z-score fusion under these dense weights (BM25 at 1)."""
+    update = {"head_weight": heads, "chunk_weight": chunks, "sentence_weight": sentences}
+    return cfg.model_copy(update={"fusion": "zscore", "lexical_weight": 1.0, **update})
+
+
 def tune(
     found: dict[str, Candidates], qrels: dict[str, dict[str, float]], cfg: RetrievalSettings
 ) -> None:
     results = []
     grid = [0.0, 0.4, 0.8, 1.2]
     for wh, wc, ws in itertools.product(grid, grid, grid):
-        trial = cfg.model_copy(
-            update={
-                "fusion": "zscore",
-                "head_weight": wh,
-                "chunk_weight": wc,
-                "sentence_weight": ws,
-                "lexical_weight": 1.0,
-            }
-        )
+        trial = zscore_weights(cfg, wh, wc, ws)
         results.append((score(fused(found, trial), qrels), wh, wc, ws))
     print(f"train queries: {len(qrels)}")
     for k in (10, 30, 60):
