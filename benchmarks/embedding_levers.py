@@ -89,6 +89,7 @@ def timed_embed(embedder: MiniLMEmbedder, texts: Sequence[str]) -> tuple[np.ndar
 
 def pooled_chunks(
     papers: dict[str, Paper],
+    split: dict[str, list[str]],
     chunks: list[tuple[str, str, str]],
     sentence_rows: dict[str, int],
     sentences: np.ndarray,
@@ -101,7 +102,7 @@ def pooled_chunks(
         full = papers[pid].text_for_index
         if pid not in spans:
             spans[pid], pos = [], 0
-            for sentence in sentences_of(papers[pid]):
+            for sentence in split[pid]:
                 at = full.find(sentence, pos)
                 at = at if at >= 0 else pos
                 spans[pid].append((at, at + len(sentence)))
@@ -140,8 +141,9 @@ def main() -> int:
     papers = {p.paper_id: p for p in load_papers(args.data)}
     with sqlite3.connect(args.store / "catalog.sqlite3") as db:
         chunks = list(db.execute("SELECT chunk_id, paper_id, text FROM chunks ORDER BY chunk_id"))
-    sentence_ids = [f"{pid}:s{i}" for pid, p in papers.items() for i in range(len(sentences_of(p)))]
-    sentence_texts = [s for p in papers.values() for s in sentences_of(p)]
+    split = {pid: sentences_of(p) for pid, p in papers.items()}  # each paper's, as indexed
+    sentence_ids = [f"{pid}:s{i}" for pid, texts in split.items() for i in range(len(texts))]
+    sentence_texts = [text for texts in split.values() for text in texts]
     sentence_rows = {sid: i for i, sid in enumerate(sentence_ids)}
     print(f"{len(papers)} abstracts: {len(chunks)} chunks, {len(sentence_texts)} sentences")
 
@@ -191,7 +193,7 @@ def main() -> int:
     def candidates(weights: str, pool: bool) -> dict[str, Candidates]:
         sentences = vectors[f"{weights}-sentences"]
         chunk_vectors = (
-            pooled_chunks(papers, chunks, sentence_rows, sentences)
+            pooled_chunks(papers, split, chunks, sentence_rows, sentences)
             if pool
             else vectors[f"{weights}-chunks"]
         )
