@@ -215,6 +215,8 @@ def main() -> int:
         return score(fused({q: found[q] for q in qrels[split]}, trial), qrels[split])[0]
 
     naive_rate = len(papers) / timings["naive"]
+    agreement = np.einsum("ij,ij->i", vectors["shipped-sentences"], vectors["int8-sentences"])
+    print(f"int8 against shipped weights, sentence vectors: mean cosine {agreement.mean():.3f}")
     print(f"\nnaive path (one 256-piece document per abstract): {naive_rate:.1f} abstracts/s")
     print(
         "| arm | embedding abstracts/s | against naive | test nDCG@10, today's weights |"
