@@ -140,6 +140,7 @@ class Assistant:
                 embedder_name=self.embedder.name,
                 dim=self.embedder.dim,
                 token=token.get_secret_value() if token else None,
+                read_only=not self._may_create,  # until an ingest, this Assistant only reads
             )
 
     def _chunker(self) -> Chunker:

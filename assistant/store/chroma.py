@@ -4,10 +4,16 @@ Only this module imports chromadb (when a collection is opened). Vectors are com
 ``Embedder`` and passed in, so Chroma never loads (or downloads) an embedding model of its own.
 The collection records the embedder's name; opening it with another embedder is an
 ``EmbedderMismatchError``.
+
+A command that only reads an embedded store (``search``, ``ask``, ``chat``) reads it through
+Chroma's Rust core, the same engine the client drives, without importing the client: that import
+alone takes ~0.9 s of a ~1.6 s ``ask`` (telemetry exporters, an HTTP stack, every embedding
+function). Writers, servers, and any store the core cannot read as expected use the client.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +28,7 @@ from assistant.store.base import Filter, Match, paper_of
 # Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
 VECTOR_KEYS = ("chunk", "sentence")
 PAGE = 1000  # records read per request
+TENANT, DATABASE = "default_tenant", "default_database"  # where the client puts collections
 
 Record = tuple[str, str | None, dict[str, Any]]  # id, document, metadata
 
@@ -78,9 +85,17 @@ class ChromaVectors:
         embedder_name: str,
         dim: int,
         token: str | None = None,
+        read_only: bool = False,
     ) -> ChromaVectors:
         """``token``: sent to the server as ``Authorization: Bearer TOKEN`` (Chroma's token
-        auth), for servers behind token authentication."""
+        auth), for servers behind token authentication. ``read_only``: the caller will only
+        read, so an embedded store is read through Chroma's core (see the module's docstring);
+        a write through such a collection fails."""
+        if read_only and not url:
+            reader = CoreReader.open(path, collection)
+            if reader is not None:
+                _check_embedder(reader.metadata, collection, embedder_name, url)
+                return cls(_Guarded(reader, str(path.parent), path), embedder_name, dim)
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -129,18 +144,7 @@ class ChromaVectors:
                 hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
             cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
             raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
-        recorded = (coll.metadata or {}).get("embedder")
-        if recorded and recorded != embedder_name:
-            raise EmbedderMismatchError(
-                f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
-                f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
-                "with (ASSISTANT_EMBEDDING__PROVIDER), or ingest into "
-                + (
-                    "a new collection (ASSISTANT_STORE__COLLECTION) on the server."
-                    if url
-                    else "a new store with --store DIR."
-                )
-            )
+        _check_embedder(coll.metadata, collection, embedder_name, url)
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)
         return cls(guarded, embedder_name, dim)
@@ -261,6 +265,119 @@ class ChromaVectors:
         )
         pairs = zip(result["ids"][0], result["distances"][0], strict=True)
         return [Match(item_id=i, paper_id=paper_of(i), similarity=1.0 - float(d)) for i, d in pairs]
+
+
+class CoreReader:
+    """One collection of an embedded store, read through ``chromadb_rust_bindings`` (the core
+    that ``chromadb.PersistentClient`` drives) with the client's arguments and results for the
+    reads the query path makes: ``query``, ``get`` and ``count``. It has no write methods."""
+
+    def __init__(self, core: Any, collection_id: str, metadata: Mapping[str, Any] | None):
+        self._core = core
+        self._id = collection_id
+        self.metadata = dict(metadata or {})
+
+    @classmethod
+    def open(cls, path: Path, name: str) -> CoreReader | None:
+        """The collection, or None when the core cannot read it as this code expects (no store
+        yet, no such collection, a store that needs a migration, another chromadb version):
+        the caller then opens it through the client, which says what is wrong."""
+        sqlite = path / "chroma.sqlite3"
+        if not sqlite.is_file():
+            return None
+        try:
+            import chromadb_rust_bindings as core
+
+            config = core.SqliteDBConfig(
+                hash_type=core.MigrationHash.MD5,  # the client's default
+                migration_mode=core.MigrationMode.Validate,  # never writes
+                url=str(sqlite),
+            )
+            bindings = core.Bindings(
+                allow_reset=False,
+                sqlite_db_config=config,
+                persist_path=str(path),
+                hnsw_cache_size=_hnsw_cache_size(),
+            )
+            found = bindings.get_collection(name, TENANT, DATABASE)
+            reader = cls(bindings, str(found.id), found.metadata)
+            reader.count()
+        except Exception:  # any surprise: the client is the path that explains itself
+            return None
+        return reader
+
+    def count(self) -> int:
+        return int(self._core.count(self._id, TENANT, DATABASE))
+
+    def query(
+        self,
+        query_embeddings: Sequence[np.ndarray],
+        n_results: int,
+        where: dict[str, Any] | None = None,
+        include: Sequence[str] = ("distances",),
+    ) -> dict[str, Any]:
+        got = self._core.query(
+            self._id,
+            None,
+            [np.asarray(v, dtype=np.float32) for v in query_embeddings],
+            n_results,
+            json.dumps(where) if where else None,
+            None,
+            list(include),
+            TENANT,
+            DATABASE,
+        )
+        return {"ids": got.ids, "distances": got.distances}
+
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        where: dict[str, Any] | None = None,
+        include: Sequence[str] = (),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> dict[str, Any]:
+        got = self._core.get(
+            self._id,
+            list(ids) if ids is not None else None,
+            json.dumps(where) if where else None,
+            limit,
+            offset or 0,
+            None,
+            list(include),
+            TENANT,
+            DATABASE,
+        )
+        return {
+            "ids": got.ids,
+            "embeddings": got.embeddings,
+            "documents": got.documents,
+            "metadatas": got.metadatas,
+        }
+
+
+def _hnsw_cache_size() -> int:
+    """How many HNSW indexes the core may hold open: the client's rule (five files each)."""
+    import resource
+
+    return max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 5)
+
+
+def _check_embedder(
+    metadata: Mapping[str, Any] | None, collection: str, embedder_name: str, url: str | None
+) -> None:
+    recorded = (metadata or {}).get("embedder")
+    if recorded and recorded != embedder_name:
+        raise EmbedderMismatchError(
+            f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
+            f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
+            "with (ASSISTANT_EMBEDDING__PROVIDER), or ingest into "
+            + (
+                "a new collection (ASSISTANT_STORE__COLLECTION) on the server."
+                if url
+                else "a new store with --store DIR."
+            )
+        )
 
 
 def _redact(exc: Exception, secret: str | None) -> str:
