@@ -121,6 +121,10 @@ class MiniLMEmbedder(Embedder):
             options.log_severity_level = 3
             if self.threads:
                 options.intra_op_num_threads = self.threads
+            if self.model is None:
+                # The shipped graph gains nothing from onnxruntime's rewrites (same speed, vectors
+                # within 1e-5), and skipping them loads it in ~0.05 s instead of ~0.15-0.2 s.
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             # The tokenizer first: a thread that finds the session set uses both, unlocked.
             self._tokenizer = tokenizer
             self._session = ort.InferenceSession(
