@@ -8,7 +8,9 @@ on SciFact's 5,183 abstracts in one run:
 * weights: the shipped MiniLM file (int8 storage, fp32 compute) or real int8 (onnxruntime's
   dynamic quantization, per channel, of that file; needs ``pip install -e '.[bench]'``);
 * what is embedded: chunks and sentences (today), or sentences only, with each chunk's vector
-  pooled from its sentences' vectors (weighted by length), which removes the chunk pass.
+  pooled from its sentences' vectors (weighted by length), which removes the chunk pass; or
+  sentences and each paper's first chunk only, cut to 128 word pieces (the chunk that the
+  fusion's "heads" signal reads), with the other chunks pooled.
 
 Each arm's vectors are scored through the product's own fusion (``HybridRetriever.fuse``) with
 today's weights and with the weights best on the *train* queries; test is reported. The lexical
@@ -52,13 +54,17 @@ from assistant.settings import RetrievalSettings
 from assistant.store import Filter
 from assistant.store.base import Match
 
-Arm = tuple[str, str, bool]  # (name, weights, chunks pooled from sentences)
+# Chunk vectors: "embedded" (a pass over every chunk), "pooled" (from the sentences' vectors), or
+# "first" (the first chunk embedded, cut to FIRST_PIECES word pieces; the others pooled).
+Arm = tuple[str, str, str]  # (name, weights, chunk vectors)
 ARMS: list[Arm] = [
-    ("shipped weights, chunks + sentences (today)", "shipped", False),
-    ("shipped weights, sentences, pooled chunks", "shipped", True),
-    ("int8 weights, chunks + sentences", "int8", False),
-    ("int8 weights, sentences, pooled chunks", "int8", True),
+    ("shipped weights, chunks + sentences (today)", "shipped", "embedded"),
+    ("shipped weights, sentences, pooled chunks", "shipped", "pooled"),
+    ("int8 weights, chunks + sentences", "int8", "embedded"),
+    ("int8 weights, sentences, pooled chunks", "int8", "pooled"),
+    ("int8 weights, sentences + first chunk (128 pieces), others pooled", "int8", "first"),
 ]
+FIRST_PIECES = 128
 
 
 def int8_model(cache: Path) -> Path:
@@ -160,13 +166,21 @@ def main() -> int:
         timings["naive"] = time.perf_counter() - start
     models = {"shipped": MiniLMEmbedder.model_files()[0], "int8": int8_model(args.cache)}
     vectors: dict[str, np.ndarray] = {}
-    for weights, kind in itertools.product(models, ("sentences", "chunks")):
+    first_rows = [row for row, c in enumerate(chunks) if c[0].endswith(":0")]
+    passes = [*itertools.product(models, ("sentences", "chunks")), ("int8", "first")]
+    for weights, kind in passes:
         key, path = f"{weights}-{kind}", args.cache / f"{weights}-{kind}.npy"
         if key in timings and path.exists():
             vectors[key] = np.load(path)
             continue
-        texts = sentence_texts if kind == "sentences" else [c[2] for c in chunks]
-        vectors[key], timings[key] = timed_embed(MiniLMEmbedder(model=models[weights]), texts)
+        texts = {
+            "sentences": sentence_texts,
+            "chunks": [c[2] for c in chunks],
+            "first": [chunks[row][2] for row in first_rows],
+        }[kind]
+        pieces = FIRST_PIECES if kind == "first" else 256
+        embedder = MiniLMEmbedder(model=models[weights], max_tokens=pieces)
+        vectors[key], timings[key] = timed_embed(embedder, texts)
         np.save(path, vectors[key])
         (args.cache / "timings.json").write_text(json.dumps(timings))
         print(f"  embedded {key}: {timings[key]:.0f} s", flush=True)
@@ -190,13 +204,14 @@ def main() -> int:
             for q in split
         }
 
-    def candidates(weights: str, pool: bool) -> dict[str, Candidates]:
+    def candidates(weights: str, chunk_mode: str) -> dict[str, Candidates]:
         sentences = vectors[f"{weights}-sentences"]
-        chunk_vectors = (
-            pooled_chunks(papers, split, chunks, sentence_rows, sentences)
-            if pool
-            else vectors[f"{weights}-chunks"]
-        )
+        if chunk_mode == "embedded":
+            chunk_vectors = vectors[f"{weights}-chunks"]
+        else:
+            chunk_vectors = pooled_chunks(papers, split, chunks, sentence_rows, sentences)
+        if chunk_mode == "first":
+            chunk_vectors[first_rows] = vectors[f"{weights}-first"]
         embedder = MiniLMEmbedder(model=models[weights])
         found = {}
         for q in lexical:  # one at a time, as a search does: int8 scales depend on the batch
@@ -224,10 +239,13 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|")
     grid = [0.0, 0.2, 0.4, 0.6, 0.8]
-    for name, weights, pool in ARMS:
-        seconds = timings[f"{weights}-sentences"] + (0 if pool else timings[f"{weights}-chunks"])
+    for name, weights, chunk_mode in ARMS:
+        chunk_pass = {"embedded": f"{weights}-chunks", "first": f"{weights}-first"}
+        seconds = timings[f"{weights}-sentences"] + (
+            timings[chunk_pass[chunk_mode]] if chunk_mode in chunk_pass else 0.0
+        )
         rate = len(papers) / seconds
-        found = candidates(weights, pool)
+        found = candidates(weights, chunk_mode)
         tried = []
         for h, c, s in itertools.product(grid, grid, [0.4, 0.6, 0.8, 1.0, 1.2]):
             trial = zscore_weights(cfg, h, c, s)
