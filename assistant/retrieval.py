@@ -26,6 +26,11 @@ from assistant.store.base import Filter, Match, Store
 FILTER_KEYS = ("source_file", "year", "venue", "paper_id")
 
 
+# Where a name ends: not inside a longer word or hyphenated compound ("Flow" is not named by
+# "Flow-based"), except before a size or version ("-32B", "-7b", "-1.5", "-v2").
+_NAME_END = r"(?!\w)(?!-(?!v?\d+(?:\.\d+)?[bmk]?(?![\w-])))"
+
+
 @dataclass(frozen=True)
 class Hit:
     """One paper found for a query."""
@@ -66,9 +71,10 @@ class Hit:
         return [n.strip() for n in dict.fromkeys(found) if len(n.strip()) >= 3 and "…" not in n]
 
     def named_in(self, question: str) -> bool:
-        """The question names this paper, as a whole word or phrase, case aside."""
+        """The question names this paper, as a whole word or phrase, case aside; a model's size
+        or version may follow the name ("PurpCode-32B", "STARFlow-v2" name the paper)."""
         return any(
-            re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", question, re.IGNORECASE)
+            re.search(rf"(?<![\w-]){re.escape(name)}{_NAME_END}", question, re.IGNORECASE)
             for name in self.names()
         )
 

@@ -52,6 +52,44 @@ def test_a_detail_the_abstract_does_not_state_is_refused(shipped, question, miss
     assert any("the closest abstract" in w and missing in w for w in answer.warnings)
 
 
+@pytest.mark.parametrize(
+    ("question", "label"),
+    [
+        (
+            "How do the tails of the excess risk behave when bagging keeps the modal model?",
+            "Ensemble learning",
+        ),
+        (
+            "Under a cap on the number of update steps, how close to optimal is the error of "
+            "sequentially fitted noiseless linear regressions in random order?",
+            "Realizable continual linear regression",
+        ),
+    ],
+)
+def test_a_question_worded_unlike_its_abstract_is_answered_when_search_singles_it_out(
+    shipped, question, label
+):
+    """Few of the question's words are in the abstract, and no sentence is close, but the search
+    puts the paper far ahead of the rest. Before: refused ("does not mention: ...")."""
+    answer = shipped.ask(question)
+    assert not answer.refused
+    assert [c.label for c in answer.citations] == [label]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What does the PurpCode-32B API cost per million tokens?",
+        "How many parameters does STARFlow-v2 have?",
+    ],
+)
+def test_a_name_with_a_size_or_version_names_the_paper(shipped, question):
+    """The paper stands out in the search, but it is named ("-32B", "-v2" are not another
+    word), so it must state what is asked, and it does not."""
+    answer = shipped.ask(question)
+    assert answer.refused and answer.citations == []
+
+
 def test_near_domain_off_topic_questions_are_refused(shipped):
     """ML vocabulary, but no abstract is about it; before: five unrelated bullets."""
     for question in (

@@ -5,15 +5,16 @@ Sentence score = cosine(question, sentence) with MiniLM + 0.25 x the share of th
 terms the sentence contains + 0.05 when it states a contribution ("we propose", "we show")
 + 0.08 when the question asks for a quantity and the sentence has a number - 0.15 for an
 abstract's opening sentence that states no contribution (it restates the problem) + a small bonus
-for better-ranked papers. Papers are
-chosen first: the ones a single-paper question names, else those whose best sentence is within a
-margin of the best one; for "which papers ..." those the survey bar (``assistant.llm.survey``)
-finds likely enough, and a refusal when none is. Each chosen paper gets its best
-sentence; more are added greedily with a redundancy penalty (maximal marginal relevance), only
-sentences close to their paper's best, at most three per paper (two in a survey), printed paper
-by paper in source order and, within a paper, in the abstract's own order. When the paper asked
-about does not mention what the question asks for (``assistant.llm.focus``), the answer is a
-refusal that says which terms are missing, not quotes around it.
+for better-ranked papers. Papers are chosen first: the ones a single-paper question names, else
+the one the search put far ahead of the rest, else those whose best sentence is within a margin
+of the best one; for "which papers ..." those the survey bar (``assistant.llm.survey``) finds
+likely enough, and a refusal when none is. Each chosen paper gets its best sentence; more are
+added greedily with a redundancy penalty (maximal marginal relevance), only sentences close to
+their paper's best, at most three per paper (two in a survey), printed paper by paper in source
+order and, within a paper, in the abstract's own order. When the paper asked
+about does not mention what the question asks for (``assistant.llm.focus``), and neither a
+sentence matches closely nor the search singles the paper out, the answer is a refusal that says
+which terms are missing, not quotes around it.
 Questions about a paper's authors, link, year or venue are answered from its stored metadata
 instead (``assistant.metadata_questions``).
 """
@@ -129,6 +130,7 @@ class ExtractiveProvider(Provider):
         sentence_margin: float = 0.25,
         min_coverage: float = 0.5,
         confident_similarity: float = 0.45,
+        standout: float = 2.0,
         survey_bar: SurveyBar | None = None,
     ):
         self.embedder = embedder
@@ -144,6 +146,7 @@ class ExtractiveProvider(Provider):
         self.sentence_margin = sentence_margin  # a sentence, against its paper's best
         self.min_coverage = min_coverage  # IDF share of the asked-for terms the abstract has
         self.confident_similarity = confident_similarity  # ... or a match this close
+        self.standout = standout  # ... or a first paper this far ahead of the second in search
         self.survey_bar = survey_bar or shipped_bar()  # which papers a survey question wants
 
     def _vectors(self, ids: list[str], texts: list[str]) -> np.ndarray:
@@ -263,9 +266,10 @@ class ExtractiveProvider(Provider):
         return added
 
     def _papers_to_quote(self, context: Context, best: dict[int, float]) -> set[int]:
-        """The user's papers when pinned; the papers a single-paper question names; otherwise
-        those whose best sentence is within a margin of the best one; for a question that asks
-        for all papers that qualify, those the survey bar finds likely (at least the likeliest)."""
+        """The user's papers when pinned; the papers a single-paper question names; the paper
+        it is about when the search found it far ahead of the rest; otherwise those whose best
+        sentence is within a margin of the best one; for a question that asks for all papers
+        that qualify, those the survey bar finds likely (at least the likeliest)."""
         if context.pinned:
             return set(best)
         survey = is_survey(context.question)
@@ -273,8 +277,11 @@ class ExtractiveProvider(Provider):
         if named and not survey:
             return named & set(best) or set(best)
         if not survey:
-            top = max(best.values())
-            return {source for source, score in best.items() if score >= top - self.single_margin}
+            top = max(best, key=lambda s: best[s])
+            if self._stands_out(context, top):  # the search says which paper it is about
+                return {top}
+            bar = best[top] - self.single_margin
+            return {source for source, score in best.items() if score >= bar}
         likely = self.survey_probabilities(context, best)
         chosen = {source for source, p in likely.items() if p >= self.survey_bar.include}
         return chosen or {max(likely, key=lambda s: likely[s])}
@@ -347,7 +354,8 @@ class ExtractiveProvider(Provider):
         self, context: Context, candidates: list[Candidate], top: int, *, named: bool
     ) -> str | None:
         """The paper contains less than ``min_coverage`` of the asked-for terms and, unless the
-        question names it, no sentence matches closely either."""
+        question names it, no sentence matches closely and the search did not find it far ahead
+        of every other paper (a question worded unlike its abstract still finds it first)."""
         hit = context.sources[top - 1]
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
@@ -355,11 +363,22 @@ class ExtractiveProvider(Provider):
         if share >= self.min_coverage:
             return None
         similarity = max((c.similarity for c in candidates if c.source == top), default=-1.0)
-        if not named and similarity >= self.confident_similarity:
+        if not named and (
+            similarity >= self.confident_similarity or self._stands_out(context, top)
+        ):
             return None
         present = set(analyze([hit.text])[0])
         missing = surface(context.question, [t for t in terms if t not in present])
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
+
+    def _stands_out(self, context: Context, top: int) -> bool:
+        """A one-paper question whose search ranked this paper first, at least ``standout``
+        (in fused score units) ahead of the second: the question is about it, whatever its
+        wording. A survey asks about a topic, which one paper far ahead does not cover."""
+        hits = context.sources
+        if top != 1 or is_survey(context.question):
+            return False
+        return len(hits) == 1 or hits[0].score - hits[1].score >= self.standout
 
     def _uncovered_topic(self, context: Context, likely: dict[int, float]) -> str | None:
         """A survey question none of whose papers clears even the refusal bar."""
