@@ -27,8 +27,9 @@ FILTER_KEYS = ("source_file", "year", "venue", "paper_id")
 
 
 # Where a name ends: not inside a longer word or hyphenated compound ("Flow" is not named by
-# "Flow-based"), except before a size or version ("-32B", "-7b", "-1.5", "-v2").
-_NAME_END = r"(?!\w)(?!-(?!v?\d+(?:\.\d+)?[bmk]?(?![\w-])))"
+# "Flow-based", "BASE" not by "base-2"), except before a model size or version ("-32B",
+# "-1.5b", "-v2", "-32B-Instruct").
+_NAME_END = r"(?!\w)(?!-(?!(?:v\d+(?:\.\d+)?|\d+(?:\.\d+)?[bmk])(?:-[a-z]+)?(?![\w-])))"
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,29 @@ def test_a_name_with_a_size_or_version_names_the_paper(shipped, question):
     assert answer.refused and answer.citations == []
 
 
+def test_a_size_or_version_suffix_is_not_any_number(shipped):
+    hits = {h.label: h for h in shipped.search("PurpCode BASE safety alignment", k=10)}
+    purpcode = hits["PurpCode"]
+    for named in ("PurpCode-32B", "PurpCode-32B-Instruct", "PurpCode-1.5b", "PurpCode-v2"):
+        assert purpcode.named_in(f"How was {named} trained?"), named
+    for other in ("PurpCode-based tools", "PurpCode-2", "PurpCodeX"):
+        assert not purpcode.named_in(f"How were {other} trained?"), other
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which company funded the robot copycat policy that keeps actions as real numbers?",
+        "Which Linux distribution did the dash-cam crash-reasoning pipeline run on?",
+    ],
+)
+def test_a_paper_singled_out_must_still_name_the_kind_of_thing_asked(shipped, question):
+    """The search finds the paper far ahead of the rest, but "which company" is not answered
+    by an abstract that names no company. Found by a reviewer: before, quotes of that paper."""
+    answer = shipped.ask(question)
+    assert answer.refused and answer.citations == []
+
+
 def test_near_domain_off_topic_questions_are_refused(shipped):
     """ML vocabulary, but no abstract is about it; before: five unrelated bullets."""
     for question in (

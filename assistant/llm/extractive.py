@@ -43,7 +43,15 @@ from assistant.llm.figures import (
     states_count,
     states_value,
 )
-from assistant.llm.focus import Rarity, asked_terms, coverage, idf_weights, is_survey, surface
+from assistant.llm.focus import (
+    Rarity,
+    asked_kind,
+    asked_terms,
+    coverage,
+    idf_weights,
+    is_survey,
+    surface,
+)
 from assistant.llm.survey import SurveyBar, features, ranks, shipped_bar
 from assistant.metadata_questions import answer as answer_from_metadata
 from assistant.metadata_questions import parse as metadata_question
@@ -355,7 +363,8 @@ class ExtractiveProvider(Provider):
     ) -> str | None:
         """The paper contains less than ``min_coverage`` of the asked-for terms and, unless the
         question names it, no sentence matches closely and the search did not find it far ahead
-        of every other paper (a question worded unlike its abstract still finds it first)."""
+        of every other paper (a question worded unlike its abstract still finds it first), or
+        did but the question asks "which X" of an abstract that has no X."""
         hit = context.sources[top - 1]
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
@@ -363,11 +372,13 @@ class ExtractiveProvider(Provider):
         if share >= self.min_coverage:
             return None
         similarity = max((c.similarity for c in candidates if c.source == top), default=-1.0)
-        if not named and (
-            similarity >= self.confident_similarity or self._stands_out(context, top)
-        ):
-            return None
         present = set(analyze([hit.text])[0])
+        if not named and similarity >= self.confident_similarity:
+            return None
+        # Standing out says which paper is meant, not that it says which X ("which optimizer").
+        kind_missing = any(t not in present for t in asked_kind(context.question))
+        if not named and not kind_missing and self._stands_out(context, top):
+            return None
         missing = surface(context.question, [t for t in terms if t not in present])
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
 

@@ -61,6 +61,26 @@ def asked_terms(question: str, names: Iterable[str] = ()) -> list[str]:
     return [t for t in dict.fromkeys(analyze([question])[0]) if t not in skip]
 
 
+# "Which company ...", "what optimizer ...": the word after which/what names the kind of thing
+# asked for. Not when it is a verb ("what happens", "what makes") or says how to ask.
+_KIND = re.compile(
+    r"\b(?:which|what)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?([a-z][\w-]*)", re.IGNORECASE
+)
+_NOT_KINDS = (
+    "happens happened happen makes made causes caused drives determines limits explains allows "
+    "enables lets remains changes helps matters goes went gives gave"
+)
+
+
+def asked_kind(question: str) -> list[str]:
+    """The terms of the kind of thing a "which/what X" question asks for (empty for other
+    questions): an abstract that lacks them does not say which X."""
+    found = _KIND.search(question)
+    if not found or found.group(1).lower() in _NOT_KINDS.split():
+        return []
+    return [t for t in analyze([found.group(1)])[0] if t not in asking_terms()]
+
+
 def idf_weights(terms: list[str], rarity: Rarity | None) -> dict[str, float]:
     """IDF of each term in the corpus; uniform when no corpus statistics are at hand."""
     if rarity is None:
