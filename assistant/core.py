@@ -128,7 +128,8 @@ class Assistant:
             keeps_sentences=self.settings.retrieval.sentence_vectors,
         )
 
-    def _open_collection(self, name: str) -> ChromaVectors:
+    def _open_collection(self, name: str, client: bool = False) -> ChromaVectors:
+        """``client``: open it through chromadb's client even if this Assistant only reads."""
         from assistant.store.chroma import ChromaVectors
 
         token = self.settings.store.chroma_token
@@ -140,7 +141,7 @@ class Assistant:
                 embedder_name=self.embedder.name,
                 dim=self.embedder.dim,
                 token=token.get_secret_value() if token else None,
-                read_only=not self._may_create,  # until an ingest, this Assistant only reads
+                read_only=not (self._may_create or client),  # until an ingest, it only reads
             )
 
     def _chunker(self) -> Chunker:

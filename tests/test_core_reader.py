@@ -111,3 +111,27 @@ def test_an_assistant_that_read_then_writes_reads_what_it_wrote(
         assert isinstance(a.store.chunks._collection._collection, CoreReader)  # type: ignore[attr-defined]
         a.ingest_papers([target])
         assert a.search(query, k=3)[0].paper_id == target.paper_id
+
+
+def test_a_reader_sees_what_another_writer_in_this_process_ingests(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """Each core reader has its own copy of the vector index; a writer in the same process
+    may not have written its index files yet. Once the catalog says the store changed, the
+    reader switches to the client, which shares the writer's state. Found by a reviewer."""
+    settings = load_settings(store={"path": tmp_path / "s"})
+    with Assistant(settings, embedder=HashingEmbedder()) as first:
+        first.ingest_papers(corpus_papers[:5])
+    target = corpus_papers[40]
+    query = target.abstract[:200]
+    reader = Assistant(settings, embedder=HashingEmbedder())
+    writer = Assistant(settings, embedder=HashingEmbedder())
+    try:
+        assert target.paper_id not in [h.paper_id for h in reader.search(query, k=3)]
+        assert reader.store.chunks.via_core  # type: ignore[attr-defined]
+        writer.ingest_papers([target])
+        assert reader.search(query, k=3)[0].paper_id == target.paper_id
+        assert not reader.store.chunks.via_core  # type: ignore[attr-defined]
+    finally:
+        reader.close()
+        writer.close()

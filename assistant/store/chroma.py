@@ -5,10 +5,11 @@ Only this module imports chromadb (when a collection is opened). Vectors are com
 The collection records the embedder's name; opening it with another embedder is an
 ``EmbedderMismatchError``.
 
-A command that only reads an embedded store (``search``, ``ask``, ``chat``) reads it through
-Chroma's Rust core, the same engine the client drives, without importing the client: that import
-alone takes ~0.9 s of a ~1.6 s ``ask`` (telemetry exporters, an HTTP stack, every embedding
-function). Writers, servers, and any store the core cannot read as expected use the client.
+A command that only reads an embedded store (``search``, ``ask``, ``chat``, ``info``) reads it
+through Chroma's Rust core, the same engine the client drives, without importing the client: that
+import alone takes ~0.9 s of a ~1.6 s ``ask`` (telemetry exporters, an HTTP stack, every
+embedding function). Writers, servers, any store the core cannot read as expected, and readers
+that learn of another writer's changes (``LocalStore.collection``) use the client.
 """
 
 from __future__ import annotations
@@ -70,10 +71,13 @@ class _Guarded:
 class ChromaVectors:
     """Chunk vectors in one Chroma collection, keyed by chunk id, with paper metadata."""
 
-    def __init__(self, collection: Any, embedder_name: str, dim: int = 0):
+    def __init__(
+        self, collection: Any, embedder_name: str, dim: int = 0, *, via_core: bool = False
+    ):
         self._collection = collection
         self.embedder_name = embedder_name
         self.dim = dim
+        self.via_core = via_core  # read through Chroma's core: a snapshot of the files
 
     @classmethod
     def open(
@@ -95,7 +99,8 @@ class ChromaVectors:
             reader = CoreReader.open(path, collection)
             if reader is not None:
                 _check_embedder(reader.metadata, collection, embedder_name, url)
-                return cls(_Guarded(reader, str(path.parent), path), embedder_name, dim)
+                guarded = _Guarded(reader, str(path.parent), path)
+                return cls(guarded, embedder_name, dim, via_core=True)
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -290,7 +295,7 @@ class CoreReader:
 
             config = core.SqliteDBConfig(
                 hash_type=core.MigrationHash.MD5,  # the client's default
-                migration_mode=core.MigrationMode.Validate,  # never writes
+                migration_mode=core.MigrationMode.Validate,  # applies no migration
                 url=str(sqlite),
             )
             bindings = core.Bindings(

@@ -27,7 +27,8 @@ from assistant.store.chroma import ChromaVectors
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.segments import SegmentedLexical
 
-OpenCollection = Callable[[str], ChromaVectors]  # collection name -> opened collection
+# (collection name, through the client even if the caller only reads) -> opened collection
+OpenCollection = Callable[[str, bool], ChromaVectors]
 
 
 class LocalStore(Store):
@@ -46,14 +47,26 @@ class LocalStore(Store):
         self._open = open_collection
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
         self._collections: dict[str, ChromaVectors] = {}
+        self._read_at: int | None = None  # the catalog's generation when Chroma's core opened
+        self._use_client = False  # another writer changed the store: read through the client
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
     # -- parts, opened when first used --------------------------------------------------------
     def collection(self, kind: Kind) -> ChromaVectors:
+        """A collection, opened when first used. One read through Chroma's core (a read-only
+        caller) sees the vectors as the files hold them; once the catalog says another writer
+        changed the store (one in this process may not have written its index files yet), the
+        collections are opened again through the client, which shares that writer's state."""
         with self._lock:
+            if self._read_at is not None and self.catalog.generation != self._read_at:
+                self._collections.clear()
+                self._read_at, self._use_client = None, True
             if kind not in self._collections:
-                self._collections[kind] = self._open(self._names[kind])
+                opened = self._open(self._names[kind], self._use_client)
+                if opened.via_core and self._read_at is None:
+                    self._read_at = self.catalog.generation
+                self._collections[kind] = opened
             return self._collections[kind]
 
     @property
@@ -225,6 +238,7 @@ class LocalStore(Store):
     def close(self) -> None:
         self.catalog.close()
         self._collections.clear()
+        self._read_at, self._use_client = None, False
         self._lexical = None
 
 

@@ -145,7 +145,7 @@ class ServerStore(Store):
         """The collection of paper records (and the stamp, meta and lease records)."""
         with self._lock:
             if self._papers is None:
-                self._papers = self._open(self._papers_name)
+                self._papers = self._open(self._papers_name, True)
             return self._papers
 
     def _unit(self) -> np.ndarray:
