@@ -372,12 +372,15 @@ class ExtractiveProvider(Provider):
         if share >= self.min_coverage:
             return None
         similarity = max((c.similarity for c in candidates if c.source == top), default=-1.0)
-        present = set(analyze([hit.text])[0])
         if not named and similarity >= self.confident_similarity:
             return None
+        present = set(analyze([hit.text])[0])
         # Standing out says which paper is meant, not that it says which X ("which optimizer").
-        kind_missing = any(t not in present for t in asked_kind(context.question))
-        if not named and not kind_missing and self._stands_out(context, top):
+        if (
+            not named
+            and self._stands_out(context, top)
+            and all(t in present for t in asked_kind(context.question))
+        ):
             return None
         missing = surface(context.question, [t for t in terms if t not in present])
         return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"

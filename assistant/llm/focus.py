@@ -66,9 +66,9 @@ def asked_terms(question: str, names: Iterable[str] = ()) -> list[str]:
 _KIND = re.compile(
     r"\b(?:which|what)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?([a-z][\w-]*)", re.IGNORECASE
 )
-_NOT_KINDS = (
+_NOT_KINDS = frozenset(
     "happens happened happen makes made causes caused drives determines limits explains allows "
-    "enables lets remains changes helps matters goes went gives gave"
+    "enables lets remains changes helps matters goes went gives gave".split()
 )
 
 
@@ -76,7 +76,7 @@ def asked_kind(question: str) -> list[str]:
     """The terms of the kind of thing a "which/what X" question asks for (empty for other
     questions): an abstract that lacks them does not say which X."""
     found = _KIND.search(question)
-    if not found or found.group(1).lower() in _NOT_KINDS.split():
+    if not found or found.group(1).lower() in _NOT_KINDS:
         return []
     return [t for t in analyze([found.group(1)])[0] if t not in asking_terms()]
 
