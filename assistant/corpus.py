@@ -97,13 +97,9 @@ class Paper:
         }
 
     def metadata(self) -> dict[str, str | int]:
-        """Flat metadata for the vector store (no None values: Chroma rejects them). What is
-        shown comes from the catalog; these fields are for filtering."""
-        meta: dict[str, str | int] = {
-            "paper_id": self.paper_id,
-            "source": self.source,
-            "source_file": self.source_file,
-        }
+        """Flat metadata for the vector store (no None values: Chroma rejects them): the fields
+        a search filters on. What is shown comes from the catalog."""
+        meta: dict[str, str | int] = {"paper_id": self.paper_id, "source_file": self.source_file}
         if self.year is not None:
             meta["year"] = self.year
         if self.venue:

@@ -161,14 +161,16 @@ class ChromaVectors:
         self,
         ids: Sequence[str],
         vectors: np.ndarray,
-        documents: Sequence[str],
+        documents: Sequence[str] | None,
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
+        """``documents``: None stores none (Chroma indexes each document's text for its own
+        full-text search, which this project never uses: it halves the rate of upserts)."""
         if len(ids):
             self._collection.upsert(
                 ids=list(ids),
                 embeddings=vectors,
-                documents=list(documents),
+                documents=None if documents is None else list(documents),
                 metadatas=list(metadatas),
             )
 
@@ -376,13 +378,26 @@ def _check_embedder(
         raise EmbedderMismatchError(
             f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
             f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
-            "with (ASSISTANT_EMBEDDING__PROVIDER), or ingest into "
+            f"with ({_provider_hint(str(recorded))}), or ingest into "
             + (
                 "a new collection (ASSISTANT_STORE__COLLECTION) on the server."
                 if url
                 else "a new store with --store DIR."
             )
         )
+
+
+def _provider_hint(embedder_name: str) -> str:
+    """The setting that makes this embedder, as far as its name tells."""
+    for prefix, provider in (
+        ("minilm-l6-v2-fast@", "minilm-fast"),
+        ("minilm-l6-v2-int8@", "minilm"),
+        ("openai:", "openai"),
+        ("hashing-ngrams@", "hashing"),
+    ):
+        if embedder_name.startswith(prefix):
+            return f"ASSISTANT_EMBEDDING__PROVIDER={provider}"
+    return "ASSISTANT_EMBEDDING__PROVIDER"
 
 
 def _redact(exc: Exception, secret: str | None) -> str:

@@ -98,17 +98,17 @@ class LocalStore(Store):
         ids = [item.paper.paper_id for item in batch]
         before = self.catalog.states(ids)
         terms = analyze([item.paper.text_for_index for item in batch])
-        self.catalog.mark_pending(
-            [(item.paper, item.chunks) for item in batch],
-            {pid: " ".join(words) for pid, words in zip(ids, terms, strict=True)},
-        )
         try:
+            self.catalog.mark_pending(
+                [(item.paper, item.chunks) for item in batch],
+                {pid: " ".join(words) for pid, words in zip(ids, terms, strict=True)},
+            )
             old_chunks = {pid: row[2] for pid, row in before.items()}
             write_vectors(self.chunks, self.sentences, batch, old_chunks)
+            self.catalog.set_state(ids, "ready")
         except Exception as exc:
             self._fail(exc, [pid for pid in ids if pid not in before])
             raise
-        self.catalog.set_state(ids, "ready")
 
     def _fail(self, exc: Exception, new: list[str]) -> None:
         """On a full disk, take back the batch's new papers (readers never saw them: they were
@@ -247,9 +247,12 @@ def write_vectors(
     sentences: ChromaVectors | None,
     batch: Sequence[PaperVectors],
     old_chunks: Mapping[str, int],
+    chunk_texts: bool = False,
 ) -> None:
     """Write a batch's chunk and sentence vectors, replacing those of its papers' old versions
-    (``old_chunks``: how many chunks each stored paper had)."""
+    (``old_chunks``: how many chunks each stored paper had). Each vector carries its paper's
+    filter fields only; its text stays in the catalog, unless ``chunk_texts`` (a server, where
+    the chunk collection is where other clients read chunk texts from)."""
     stale: list[str] = []
     for item in batch:
         old_n = old_chunks.get(item.paper.paper_id, 0)
@@ -260,29 +263,20 @@ def write_vectors(
     chunks.upsert(
         [c.chunk_id for c in rows],
         _stack([item.chunk_vectors for item in batch]),
-        [c.text for c in rows],
-        [{**metas[c.paper_id], "chunk": c.index} for c in rows],
+        [c.text for c in rows] if chunk_texts else None,
+        [metas[c.paper_id] for c in rows],
     )
     if sentences is None:
         return
     sentences.delete_papers(
         [item.paper.paper_id for item in batch if item.paper.paper_id in old_chunks]
     )
-    sentence_rows = [
-        (
-            sentence_id(item.paper.paper_id, i),
-            text,
-            {**metas[item.paper.paper_id], "sentence": i},
-        )
-        for item in batch
-        for i, text in enumerate(item.sentences)
-    ]
     vectors = [item.sentence_vectors for item in batch if item.sentence_vectors is not None]
     sentences.upsert(
-        [r[0] for r in sentence_rows],
+        [sentence_id(item.paper.paper_id, i) for item in batch for i in range(len(item.sentences))],
         _stack(vectors),
-        [r[1] for r in sentence_rows],
-        [r[2] for r in sentence_rows],
+        None,
+        [metas[item.paper.paper_id] for item in batch for _ in item.sentences],
     )
 
 

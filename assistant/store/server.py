@@ -78,6 +78,7 @@ def _paper_record(paper: Paper, fingerprint: str, state: str, n_chunks: int) -> 
     return {
         **dict.fromkeys(_OPTIONAL),
         **paper.metadata(),
+        "source": paper.source,
         "record": "paper",
         "label": paper.label,
         "title": paper.title,
@@ -290,7 +291,11 @@ class ServerStore(Store):
         self._touch()
         view = self._view
         write_vectors(
-            view.chunks, view.sentences, batch, {pid: e.n_chunks for pid, e in before.items()}
+            view.chunks,
+            view.sentences,
+            batch,
+            {pid: e.n_chunks for pid, e in before.items()},
+            chunk_texts=True,
         )
         self._set_state(ids, "ready")
 
