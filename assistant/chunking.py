@@ -71,3 +71,29 @@ def sentences_of(paper: Paper) -> list[str]:
     """The units of sentence-level retrieval: the title (if any), then each sentence."""
     sentences = split_sentences(paper.abstract)
     return [paper.title, *sentences] if paper.title else sentences
+
+
+def sentence_weights(
+    paper: Paper, chunks: list[Chunk], sentences: list[str]
+) -> list[dict[int, int]]:
+    """For each chunk, the sentences (index -> length in characters) at least half inside it:
+    what a chunk vector pooled from sentence vectors averages. A chunk that holds none (a cut
+    inside one long sentence) takes the sentences it overlaps."""
+    text = paper.text_for_index
+    spans, at = [], 0
+    for sentence in sentences:
+        found = text.find(sentence, at)
+        start = found if found >= 0 else at
+        spans.append((start, start + len(sentence)))
+        at = start + 1
+    out, at = [], 0
+    for chunk in chunks:
+        found = text.find(chunk.text, at)
+        start = found if found >= 0 else at
+        end, at = start + len(chunk.text), start + 1
+        inside = {
+            i: e - s for i, (s, e) in enumerate(spans) if min(end, e) - max(start, s) >= (e - s) / 2
+        }
+        touching = {i: e - s for i, (s, e) in enumerate(spans) if min(end, e) > max(start, s)}
+        out.append(inside or touching or {i: e - s for i, (s, e) in enumerate(spans)})
+    return out

@@ -71,6 +71,7 @@ class Assistant:
             )
         self.store_dir = Path(self.settings.store.path)
         self.embedder = embedder or make_embedder(self.settings)
+        self._chosen_embedder = embedder is not None
         self._backend = backend
         self._store: Store | None = backend
         self._provider: Provider | None = provider
@@ -86,7 +87,21 @@ class Assistant:
             if self._store is None:
                 server = self.settings.store.chroma_url
                 self._store = self._open_server() if server else self._open_local()
+                self._follow_store(self._store)
             return self._store
+
+    def _follow_store(self, store: Store) -> None:
+        """A store built with ``ingest --fast`` (int8 MiniLM) is read and extended with that
+        embedder when the settings name the default MiniLM: the same network, so nothing has
+        to be set for every later command. The other way round (``--fast`` on a store built
+        with the default) is refused when the collection opens: it would mix vectors."""
+        if self._chosen_embedder or self.settings.embedding.provider != "minilm":
+            return
+        recorded = (store.get_meta("config") or "").split("|")[0]
+        embedding = self.settings.embedding.model_copy(update={"provider": "minilm-fast"})
+        candidate = make_embedder(self.settings.model_copy(update={"embedding": embedding}))
+        if recorded == candidate.name:
+            self.embedder = candidate
 
     def _open_server(self) -> Store:
         """The server holds the papers; the folder, a cache of them (made when missing, and
@@ -279,7 +294,7 @@ class Assistant:
         with self._wiring:
             if self._provider is None:
                 self._provider = make_provider(
-                    self.settings, self.embedder, self._sentence_lookup(), self._rarity
+                    self.settings, self._store_embedder(), self._sentence_lookup(), self._rarity
                 )
             return self._provider
 
@@ -290,9 +305,17 @@ class Assistant:
             update={"llm": self.settings.llm.model_copy(update=changes)}
         )
         self._provider = make_provider(
-            settings, self.embedder, self._sentence_lookup(), self._rarity
+            settings, self._store_embedder(), self._sentence_lookup(), self._rarity
         )
         self.settings = settings
+
+    def _store_embedder(self) -> Embedder:
+        """The embedder of the store's vectors (see ``_follow_store``), once it is known."""
+        try:
+            self.store  # noqa: B018 -- opening it settles the embedder
+        except StoreMissingError:  # said where the store is read
+            pass
+        return self.embedder
 
     def _rarity(self, terms: list[str]) -> tuple[dict[str, int], int]:
         """Document frequencies of terms in this store's papers (from the lexical index)."""

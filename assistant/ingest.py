@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assistant.chunking import Chunker, sentences_of
+from assistant.chunking import Chunker, sentence_weights, sentences_of
 from assistant.corpus import LoadResult, Paper
 from assistant.embeddings import Embedder
 from assistant.errors import InputFileError
@@ -215,17 +215,24 @@ class Ingestor:
     def _write_batch(self, batch: Sequence[Paper]) -> int:
         """Chunk, split into sentences and embed a batch of papers, then hand it to the store."""
         items = [PaperVectors(p, self.chunker.split(p), _NO_VECTORS) for p in batch]
-        chunk_texts = [[c.text for c in item.chunks] for item in items]
-        for item, vectors in zip(items, self._embed_each(chunk_texts), strict=True):
-            item.chunk_vectors = vectors
+        pooled = self.store.keeps_sentences and self.embedder.pools_chunks
+        if not pooled:
+            chunk_texts = [[c.text for c in item.chunks] for item in items]
+            for item, vectors in zip(items, self._embed_each(chunk_texts), strict=True):
+                item.chunk_vectors = vectors
         if self.store.keeps_sentences:
             for item in items:
                 item.sentences = sentences_of(item.paper)
             embedded = self._embed_each([item.sentences for item in items])
             for item, vectors in zip(items, embedded, strict=True):
                 item.sentence_vectors = vectors
+        if pooled:
+            chunked = [item for item in items if item.chunks]
+            heads = self.embedder.embed_heads([item.chunks[0].text for item in chunked])
+            for item, head in zip(chunked, heads, strict=True):
+                item.chunk_vectors = _pooled(item, head)
         self.store.write(items)
-        return sum(len(texts) for texts in chunk_texts)
+        return sum(len(item.chunks) for item in items)
 
     def _embed_each(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """The vectors of each group of texts, embedded in one call."""
@@ -235,6 +242,23 @@ class Ingestor:
 
 
 _NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
+
+
+def _pooled(item: PaperVectors, head: np.ndarray) -> np.ndarray:
+    """A paper's chunk vectors: its first chunk's own (``head``), then each later chunk's
+    sentence vectors averaged, weighted by length, and normalised."""
+    assert item.sentence_vectors is not None
+    out = np.empty((len(item.chunks), len(head)), dtype=np.float32)
+    out[0] = head
+    weights = sentence_weights(item.paper, item.chunks, item.sentences)
+    for row, held in enumerate(weights[1:], start=1):
+        if not held:  # no sentences at all
+            out[row] = head
+            continue
+        w = np.array(list(held.values()), dtype=np.float32)
+        vector = w @ item.sentence_vectors[list(held)]
+        out[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    return out
 
 
 def _state(entries: dict[str, Entry], paper_id: str) -> str | None:

@@ -6,7 +6,7 @@ int8). The cost of ingest is the transformer pass, so this measures the levers o
 on SciFact's 5,183 abstracts in one run:
 
 * weights: the shipped MiniLM file (int8 storage, fp32 compute) or real int8 (onnxruntime's
-  dynamic quantization, per channel, of that file; needs ``pip install -e '.[bench]'``);
+  dynamic quantization, per channel, of that file: ``assistant.quantize``, as ``ingest --fast``);
 * what is embedded: chunks and sentences (today), or sentences only, with each chunk's vector
   pooled from its sentences' vectors (weighted by length), which removes the chunk pass; or
   sentences and each paper's first chunk only, cut to 128 word pieces (the chunk that the
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import logging
 import sqlite3
 import sys
 import time
@@ -49,6 +48,7 @@ from assistant import Assistant, load_settings
 from assistant.chunking import sentences_of
 from assistant.corpus import Paper
 from assistant.embeddings import MiniLMEmbedder
+from assistant.quantize import int8_model
 from assistant.retrieval import Candidates, _best_per_paper, _heads
 from assistant.settings import RetrievalSettings
 from assistant.store import Filter
@@ -65,25 +65,6 @@ ARMS: list[Arm] = [
     ("int8 weights, sentences + first chunk (128 pieces), others pooled", "int8", "first"),
 ]
 FIRST_PIECES = 128
-
-
-def int8_model(cache: Path) -> Path:
-    """Real int8: fold the shipped file's dequantisation into fp32 weights, then quantise its
-    matrix products dynamically, per output channel."""
-    out = cache / "minilm-int8-per-channel.onnx"
-    if out.exists():
-        return out
-    import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    folded = cache / "minilm-folded.onnx"
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = str(folded)
-    ort.InferenceSession(str(MiniLMEmbedder.model_files()[0]), options)
-    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for CNNs
-    quantize_dynamic(str(folded), str(out), weight_type=QuantType.QInt8, per_channel=True)
-    return out
 
 
 def timed_embed(embedder: MiniLMEmbedder, texts: Sequence[str]) -> tuple[np.ndarray, float]:
@@ -164,7 +145,8 @@ def main() -> int:
         start = time.perf_counter()
         naive_embed(tokenizer, session, [p.text_for_index for p in papers.values()])
         timings["naive"] = time.perf_counter() - start
-    models = {"shipped": MiniLMEmbedder.model_files()[0], "int8": int8_model(args.cache)}
+    shipped = MiniLMEmbedder.model_files()[0]
+    models = {"shipped": shipped, "int8": int8_model(shipped, args.cache)}
     vectors: dict[str, np.ndarray] = {}
     first_rows = [row for row, c in enumerate(chunks) if c[0].endswith(":0")]
     passes = [*itertools.product(models, ("sentences", "chunks")), ("int8", "first")]

@@ -69,8 +69,9 @@ class OfflineJudge(Judge):
         self.mean = np.array(model["mean"])
         self.std = np.array(model["std"])
         self.threshold = float(model["threshold"])
-        # The model was fitted on MiniLM's similarities; another embedder's would not fit it.
-        if not isinstance(embedder, MiniLMEmbedder):
+        # The model was fitted on the shipped MiniLM's similarities; another embedder's (int8's
+        # included) would not fit it.
+        if not isinstance(embedder, MiniLMEmbedder) or embedder.fast:
             embedder = MiniLMEmbedder()
         self.extractor = FeatureExtractor(embedder)
 

