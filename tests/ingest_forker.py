@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def _child(work: Any, stderr: str = os.devnull) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
+        traceback.print_exc()  # to ``stderr``: what a failed check or run says
         code = 70
     os._exit(code)
 
@@ -85,11 +87,14 @@ def _view(store: Path, out: Path) -> None:
 
 
 def check(store: Path, out: Path) -> dict[str, Any]:
+    errors = f"/tmp/ingest-forker-check-{os.getpid()}.err"
     pid = os.fork()
     if pid == 0:
-        _child(lambda: _view(store, out))
+        _child(lambda: _view(store, out), errors)
     _, status = os.waitpid(pid, 0)
-    return {"code": os.waitstatus_to_exitcode(status)}
+    code = os.waitstatus_to_exitcode(status)
+    said = Path(errors).read_text(errors="replace")[-1500:] if code != 0 else ""
+    return {"code": code, "stderr": said}
 
 
 def serve() -> None:

@@ -103,7 +103,8 @@ def lane(
     out = store.parent / f"{store.name}-view.json"
 
     def view() -> dict[str, Any]:
-        assert forker.ask({"check": str(store), "out": str(out)})["code"] == 0
+        reply = forker.ask({"check": str(store), "out": str(out)})
+        assert reply["code"] == 0, reply["stderr"]
         return json.loads(out.read_text())
 
     # How long a whole ingest of a corpus into an empty store takes here: the kills fall in it.
@@ -128,7 +129,7 @@ def lane(
                 break
             done += 1
             states["killed"] += 1
-            if rng.random() < 0.35:  # a reader's view between kills (at every kill: slower)
+            if rng.random() < 0.8:  # a reader's view between kills (at every kill: slower)
                 seen = view()
                 whole_for_readers(seen)
                 states[(len(seen["ready"]), seen["unfinished"])] += 1
