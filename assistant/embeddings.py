@@ -27,7 +27,7 @@ class Embedder(ABC):
     name: str
     dim: int
     # True: a paper's chunk vectors other than its first are pooled from its sentence vectors
-    # (see ``pool_chunks``), and its first chunk is embedded with ``embed_heads``.
+    # (``assistant.ingest._pooled``), and its first chunk is embedded with ``embed_heads``.
     pools_chunks: bool = False
 
     @abstractmethod

@@ -4,8 +4,8 @@ The shipped file stores int8 weights but dequantises them to fp32 before every p
 computes in fp32. onnxruntime's dynamic quantization (int8 weights per output channel, each
 activation's scale computed at run time) makes the products integer ones: 1.7-1.8x faster per
 text on this project's 2-core machine, sentence vectors at mean cosine 0.993 to the shipped
-file's. It is made once from the installed files (~15 s, needs the ``onnx`` package) and kept
-in the user's cache folder, named after the versions it came from.
+file's. It is made once from the installed files (2-3 s here, ~110 MB of scratch space, the
+``onnx`` package) and kept in the user's cache folder, named after the versions it came from.
 """
 
 from __future__ import annotations

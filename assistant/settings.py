@@ -81,7 +81,7 @@ class EmbeddingSettings(_Section):
         "minilm",
         description="minilm: offline all-MiniLM-L6-v2 (ONNX). minilm-fast: the same model "
         "quantised to int8, chunk vectors pooled from sentence vectors (~3x faster ingest, "
-        "SciFact nDCG@10 -0.003). openai: OpenAI embeddings. "
+        "SciFact nDCG@10 0.750 against 0.745). openai: OpenAI embeddings. "
         "hashing: hashed word and character n-grams, instant but weak (tests, quick trials).",
     )
     openai_model: str = Field("text-embedding-3-small", description="Model for provider=openai.")
