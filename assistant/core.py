@@ -97,7 +97,7 @@ class Assistant:
         with the default) is refused when the collection opens: it would mix vectors."""
         if self._chosen_embedder or self.settings.embedding.provider != "minilm":
             return
-        recorded = (store.get_meta("config") or "").split("|")[0]
+        recorded = store.recorded_embedder()
         embedding = self.settings.embedding.model_copy(update={"provider": "minilm-fast"})
         candidate = make_embedder(self.settings.model_copy(update={"embedding": embedding}))
         if recorded == candidate.name:
@@ -120,6 +120,7 @@ class Assistant:
             self._open_collection,
             cfg.collection,
             keeps_sentences=self.settings.retrieval.sentence_vectors,
+            peek=self._recorded_embedder,
         )
 
     def _open_local(self) -> Store:
@@ -147,7 +148,6 @@ class Assistant:
         """``client``: open it through chromadb's client even if this Assistant only reads."""
         from assistant.store.chroma import ChromaVectors
 
-        token = self.settings.store.chroma_token
         with said_when_full(self.store_dir, "opening"):
             return ChromaVectors.open(
                 path=self.store_dir / "chroma",
@@ -155,9 +155,23 @@ class Assistant:
                 collection=name,
                 embedder_name=self.embedder.name,
                 dim=self.embedder.dim,
-                token=token.get_secret_value() if token else None,
+                token=self._chroma_token(),
                 read_only=not (self._may_create or client),  # until an ingest, it only reads
             )
+
+    def _recorded_embedder(self, name: str) -> str | None:
+        from assistant.store.chroma import ChromaVectors
+
+        return ChromaVectors.recorded_embedder(
+            path=self.store_dir / "chroma",
+            url=self.settings.store.chroma_url,
+            collection=name,
+            token=self._chroma_token(),
+        )
+
+    def _chroma_token(self) -> str | None:
+        token = self.settings.store.chroma_token
+        return token.get_secret_value() if token else None
 
     def _chunker(self) -> Chunker:
         cfg = self.settings.chunking
@@ -266,14 +280,20 @@ class Assistant:
                 "(--rebuild is the remedy for a damaged catalog); `assistant info --check` "
                 "says what disagrees and `assistant ingest --repair` repairs it"
             )
+        if new_store or rebuild:
+            # A model that cannot be loaded (or made, for --fast) fails before a store exists
+            # that records it as the store's embedder.
+            self.embedder.prepare()
         with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
             # Whatever this process opened before it held the lock may predate another
             # writer's changes: open the store afresh under the lock.
             self.close()
             moved = move_aside(self.store_dir) if rebuild else None
             self._may_create = True
+            store = self.store  # settles the embedder (``_follow_store``)
+            self.embedder.prepare()  # before the lease, which opens a server's collections
             # Writers on other machines: the store's own guard (a lease on a Chroma server).
-            with self.store.writer(wait, on_wait), said_when_full(self.store_dir):
+            with store.writer(wait, on_wait), said_when_full(self.store_dir):
                 report = self._ingestor().run(loaded, prune=prune, progress=progress)
             report.moved_aside = str(moved) if moved else None
             return report

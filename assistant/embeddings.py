@@ -26,9 +26,13 @@ class Embedder(ABC):
 
     name: str
     dim: int
-    # True: a paper's chunk vectors other than its first are pooled from its sentence vectors
-    # (``assistant.ingest._pooled``), and its first chunk is embedded with ``embed_heads``.
-    pools_chunks: bool = False
+
+    @property
+    def pools_chunks(self) -> bool:
+        """True: a paper's chunk vectors other than its first are pooled from its sentence
+        vectors (``Ingestor._write_batch``), and its first chunk is embedded with
+        ``embed_heads``."""
+        return False
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -40,6 +44,10 @@ class Embedder(ABC):
     def embed_heads(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of papers' first chunks, where chunk vectors are pooled."""
         return self.embed(texts)
+
+    def prepare(self) -> None:  # noqa: B027 -- most embedders have nothing to load
+        """Load what embedding needs now, so that a failure (a missing file, a model that
+        cannot be made) comes before an ingest writes anything."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +95,20 @@ class MiniLMEmbedder(Embedder):
         self.batch_size = batch_size
         self.threads = threads
         self.model = model
-        self.fast = self.pools_chunks = fast
+        self.fast = fast
         weights = f"int8:{model.name}" if model else "fast" if fast else "int8"
         self.name = f"minilm-l6-v2-{weights}@{max_tokens}"
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def pools_chunks(self) -> bool:
+        return self.fast
+
+    def prepare(self) -> None:
+        if self._session is None:
+            self._load()
 
     @staticmethod
     def model_files() -> tuple[Path, Path]:
@@ -120,11 +136,7 @@ class MiniLMEmbedder(Embedder):
             from tokenizers import Tokenizer
 
             model, tokenizer_file = self.model_files()
-            if self.fast:
-                from assistant.quantize import int8_model
-
-                model = int8_model(model)
-            elif self.model is not None:
+            if self.model is not None:
                 if not self.model.is_file():
                     raise ConfigError(f"embedding model file missing: {self.model}")
                 model = self.model
@@ -141,9 +153,12 @@ class MiniLMEmbedder(Embedder):
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             # The tokenizer first: a thread that finds the session set uses both, unlocked.
             self._tokenizer = tokenizer
-            self._session = ort.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            if self.fast:
+                self._session = _int8_session(model, options)
+            else:
+                self._session = ort.InferenceSession(
+                    str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                )
 
     def _batches(
         self, texts: Sequence[str], pieces: int | None = None
@@ -208,6 +223,32 @@ class MiniLMEmbedder(Embedder):
 
 
 HEAD_PIECES = 128
+
+
+def _int8_session(source: Path, options: Any) -> Any:
+    """A session on the int8 copy of ``source``; a copy that does not load (truncated, or
+    damaged on disk) is made again, once."""
+    import onnxruntime as ort
+
+    from assistant.quantize import int8_model
+
+    made = int8_model(source)
+    try:
+        return ort.InferenceSession(str(made), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's own types: the file is not a model it can run
+        damaged = exc
+    try:
+        made.unlink(missing_ok=True)
+        made = int8_model(source)
+        return ort.InferenceSession(str(made), options, providers=["CPUExecutionProvider"])
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"the int8 model for --fast, {made}, does not load ({damaged}) and could not be "
+            f"made again ({exc}); delete it (it is made anew on the next run) or point "
+            "ASSISTANT_CACHE_DIR at another folder"
+        ) from exc
 
 
 def _cut(ids: np.ndarray, mask: np.ndarray, pieces: int, sep: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from assistant.errors import ConfigError
 
 APP_NAME = "assistant"
+TEMP_PREFIX = ".quantise-"
+STALE_SECONDS = 600.0  # a temporary folder this old belongs to a writer that is gone
 
 
 def cache_folder() -> Path:
@@ -42,32 +49,73 @@ def _versions() -> str:
 
 def int8_model(source: Path, folder: Path | None = None) -> Path:
     """The quantised copy of ``source``, made on first use. Writers racing to make it each
-    write their own temporary file and rename it into place, so a reader never sees half."""
+    write their own temporary folder and rename the file into place, so a reader never sees
+    half; a folder left by a writer that was killed is removed by a later one."""
     folder = folder or cache_folder()
     out = folder / f"minilm-l6-v2-int8-dynamic-{_versions()}-{source.stat().st_size}.onnx"
     if out.is_file():
         return out
     try:
-        import onnxruntime as ort
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:  # onnx is a dependency; a trimmed install may lack it
+        folder.mkdir(parents=True, exist_ok=True)
+        _remove_stale(folder)
+        print(
+            f"making the int8 model for --fast in {folder} (once, a few seconds)",
+            file=sys.stderr,
+            flush=True,
+        )
+        with tempfile.TemporaryDirectory(dir=folder, prefix=TEMP_PREFIX) as tmp:
+            made = _quantise(source, Path(tmp))
+            os.replace(made, out)
+    except OSError as exc:
         raise ConfigError(
-            f"the fast embedder needs the onnx package to quantise MiniLM ({exc}); "
-            "install it with: pip install 'onnx>=1.16'"
+            f"cannot make the int8 model for --fast in {folder}: {exc}. It needs a writable "
+            "folder with ~110 MB free: set ASSISTANT_CACHE_DIR to one"
         ) from exc
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".quantise-") as tmp:
-        # Fold the shipped file's dequantisation into plain fp32 weights, then quantise those.
-        folded, made = Path(tmp) / "folded.onnx", Path(tmp) / "int8.onnx"
+    return out
+
+
+def _quantise(source: Path, tmp: Path) -> Path:
+    """Fold the shipped file's dequantisation into plain fp32 weights, then quantise those."""
+    with _root_logging_kept():  # onnxruntime's quantization module configures the root logger
+        try:
+            import onnxruntime as ort
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+        except ImportError as exc:  # onnx is a dependency; a trimmed install may lack it
+            raise ConfigError(
+                f"the fast embedder needs the onnx package to quantise MiniLM ({exc}); "
+                "install it with: pip install 'onnx>=1.16'"
+            ) from exc
+        folded, made = tmp / "folded.onnx", tmp / "int8.onnx"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.optimized_model_filepath = str(folded)
         ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-        quiet = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # its pre-processing advice is for CNNs
+        quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+    return made
+
+
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """The root logger's handlers and level as they were (importing onnxruntime.quantization
+    calls ``logging.basicConfig``, which would print every library's log records after)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def _remove_stale(folder: Path) -> None:
+    """Temporary folders of writers that were killed (making the file takes seconds)."""
+    now = time.time()
+    for tmp in folder.glob(f"{TEMP_PREFIX}*"):
         try:
-            quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
-        finally:
-            logging.getLogger().setLevel(quiet)
-        os.replace(made, out)
-    return out
+            if now - tmp.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:  # another writer removed it first
+            continue

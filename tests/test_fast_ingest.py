@@ -1,14 +1,19 @@
 """`ingest --fast`: MiniLM quantised to real int8, chunk vectors pooled from sentence vectors.
 
-The int8 file is made once per session (about 15 s) in a folder of the session's own, which
+The int8 file is made once per session (2-3 s) in a folder of the session's own, which
 ``ASSISTANT_CACHE_DIR`` points every test (and every subprocess) at.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +23,9 @@ from assistant import Assistant, load_settings
 from assistant.chunking import Chunker, sentence_weights, sentences_of
 from assistant.corpus import Paper
 from assistant.embeddings import MiniLMEmbedder
-from assistant.errors import EmbedderMismatchError
+from assistant.errors import ConfigError, EmbedderMismatchError
 from assistant.quantize import int8_model
+from assistant.settings import Settings
 from tests.conftest import CORPUS
 
 
@@ -135,7 +141,8 @@ def test_fast_ingest_into_a_default_store_is_refused(
     store = tmp_path / "store"
     with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
         default.ingest_papers(corpus_papers[:2])
-    with pytest.raises(EmbedderMismatchError, match=r"int8@256'.*PROVIDER=minilm\)"):
+    said = r"int8@256' \(the default MiniLM\).*PROVIDER=minilm, and no --fast\)"
+    with pytest.raises(EmbedderMismatchError, match=said):
         _ingest(store, "minilm-fast", corpus_papers[2:4]).close()
     with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
         assert len(default.store.entries()) == 2  # nothing written, nothing lost
@@ -164,3 +171,61 @@ def test_cli_fast_ingest_then_search(fast_env: Path, tmp_path: Path):
     )
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["hits"][0]["label"] == "KVFlow"
+
+
+def test_fast_store_on_a_server_is_read_by_a_client_with_default_settings(
+    fast_env: Path, chroma_server: str, tmp_path: Path, corpus_papers: list[Paper]
+):
+    collection = f"fast-{uuid.uuid4().hex[:12]}"
+
+    def settings(folder: Path, provider: str = "minilm") -> Settings:
+        store = {"path": folder, "chroma_url": chroma_server, "collection": collection}
+        return load_settings(store=store, embedding={"provider": provider})
+
+    with Assistant(settings(tmp_path / "a", "minilm-fast")) as writer:
+        assert writer.ingest_papers(corpus_papers[:6]).added == 6
+    # Another client, an empty folder, no setting: it reads the server's record of the embedder
+    # before opening anything with one.
+    with Assistant(settings(tmp_path / "b")) as reader:
+        hits = reader.search(corpus_papers[3].abstract.split(". ")[0], k=3)
+        assert reader.embedder.name == "minilm-l6-v2-fast@256"
+        assert hits[0].paper_id == corpus_papers[3].paper_id
+        assert reader.ingest_papers(corpus_papers[6:8]).added == 2
+        assert len(reader.store.entries()) == 8
+
+
+def test_an_unusable_cache_folder_fails_before_a_store_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus_papers: list[Paper]
+):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("ASSISTANT_CACHE_DIR", str(not_a_folder))
+    store = tmp_path / "store"
+    with pytest.raises(ConfigError, match=r"int8 model for --fast .*ASSISTANT_CACHE_DIR"):
+        _ingest(store, "minilm-fast", corpus_papers[:2])
+    assert not (store / "catalog.sqlite3").exists()  # nothing records an embedder it lacks
+    with _ingest(store, "minilm", corpus_papers[:2]) as default:  # a plain ingest goes on
+        assert default.embedder.name == "minilm-l6-v2-int8@256"
+
+
+def test_a_damaged_int8_file_is_made_again_quietly_and_stale_scratch_removed(
+    fast_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture
+):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    good = int8_model(MiniLMEmbedder.model_files()[0], fast_env)
+    damaged = folder / good.name
+    damaged.write_bytes(good.read_bytes()[: good.stat().st_size // 3])  # a truncated copy
+    old, recent = folder / ".quantise-killed", folder / ".quantise-running"
+    for scratch in (old, recent):
+        scratch.mkdir()
+    os.utime(old, (time.time() - 3600, time.time() - 3600))  # a writer killed an hour ago
+    monkeypatch.setenv("ASSISTANT_CACHE_DIR", str(folder))
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    vector = MiniLMEmbedder(fast=True).embed(["KV cache eviction"])
+    assert vector.shape == (1, 384) and damaged.stat().st_size == good.stat().st_size
+    assert not old.exists() and recent.exists()  # another writer's may still be in use
+    assert (list(root.handlers), root.level) == (handlers, level)  # logging left as it was
+    assert "making the int8 model for --fast" in capfd.readouterr().err
+    shutil.rmtree(recent)

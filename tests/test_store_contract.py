@@ -108,3 +108,17 @@ def test_search_and_ask_end_to_end(assistant: Assistant, corpus_papers: list[Pap
     answer = assistant.ask(title_words)  # the paper's opening sentence, asked back
     assert not answer.refused and answer.retrieved[0].paper_id == papers[3].paper_id
     assert papers[3].paper_id in {answer.paper_of(c).paper_id for c in answer.citations}
+
+
+def test_a_rewritten_paper_keeps_no_field_it_lost(assistant: Assistant, corpus_papers: list[Paper]):
+    papers = _papers(corpus_papers, 4)
+    assistant.ingest_papers(papers)
+    changed = replace(papers[0], year=None, abstract=papers[0].abstract + " A closing remark.")
+    report = assistant.ingest_papers([changed, *papers[1:]])
+    assert (report.updated, report.unchanged) == (1, 3)
+    store = assistant.store
+    vector = assistant.embedder.embed_query(changed.abstract[:200])
+    for kind in ("chunks", "sentences"):
+        found = {m.paper_id for m in store.nearest(kind, vector, 50, Filter(year=2024))}
+        assert papers[2].paper_id in found and papers[0].paper_id not in found, kind
+    assert store.papers([changed.paper_id])[changed.paper_id].year is None

@@ -146,6 +146,12 @@ class Store(ABC):
     @abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
 
+    def recorded_embedder(self) -> str | None:
+        """The name of the embedder this store's vectors were made with (None for a new
+        store), read without opening the vectors for one: the ingest records it first in its
+        ``config`` meta (``Ingestor._config_key``)."""
+        return (self.get_meta("config") or "").split("|")[0] or None
+
     @abstractmethod
     def stamp(self) -> int:
         """Moves whenever the set of ready papers or their text changes."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -26,8 +27,6 @@ from assistant.diskspace import is_disk_full
 from assistant.errors import DiskFullError, EmbedderMismatchError, StoreError
 from assistant.store.base import Filter, Match, paper_of
 
-# Metadata of one vector rather than of its paper: kept when a paper's metadata is replaced.
-VECTOR_KEYS = ("chunk", "sentence")
 PAGE = 1000  # records read per request
 TENANT, DATABASE = "default_tenant", "default_database"  # where the client puts collections
 
@@ -101,58 +100,39 @@ class ChromaVectors:
                 _check_embedder(reader.metadata, collection, embedder_name, url)
                 guarded = _Guarded(reader, str(path.parent), path)
                 return cls(guarded, embedder_name, dim, via_core=True)
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
-        auth: dict[str, Any] = {}
-        if url and token:
-            auth = {
-                "chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
-                "chroma_client_auth_credentials": token,
-            }
-        chroma_settings = ChromaSettings(anonymized_telemetry=False, **auth)
-        try:
-            if url:
-                parsed = urlparse(url if "//" in url else f"http://{url}")
-                client: Any = chromadb.HttpClient(
-                    host=parsed.hostname or "localhost",
-                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                    ssl=parsed.scheme == "https",
-                    settings=chroma_settings,
-                )
-            else:
-                path.mkdir(parents=True, exist_ok=True)
-                client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-            coll = client.get_or_create_collection(
+        with _opening(path, url, token):
+            coll = _client(path, url, token).get_or_create_collection(
                 collection,
                 metadata={"embedder": embedder_name, "dim": dim},
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "ef_search": 200}},
             )
-        except Exception as exc:  # chromadb raises many types; all mean the same to the user
-            where = f"Chroma server at {url}" if url else f"store at {path}"
-            said = _redact(exc, token)
-            if is_disk_full(exc, None if url else path):
-                raise DiskFullError(
-                    f"disk full opening the {where}: {said}. Free some space and run the "
-                    "command again"
-                ) from exc
-            if not url:
-                hint = "is the folder writable and not in use by another version of Chroma?"
-            elif _refused(exc):
-                hint = (
-                    "the server wants a token: set ASSISTANT_STORE__CHROMA_TOKEN to it"
-                    if not token
-                    else "the server refused ASSISTANT_STORE__CHROMA_TOKEN; check it"
-                )
-            else:
-                hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
-            cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
-            raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
         _check_embedder(coll.metadata, collection, embedder_name, url)
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)
         return cls(guarded, embedder_name, dim)
+
+    @staticmethod
+    def recorded_embedder(
+        *, path: Path, url: str | None, collection: str, token: str | None = None
+    ) -> str | None:
+        """The embedder a collection's vectors were made with (None if it has no such record
+        or does not exist), read without opening it for an embedder and without creating it:
+        a caller picks its embedder from this before ``open`` checks it."""
+        if not url:
+            reader = CoreReader.open(path, collection)
+            if reader is not None:
+                return _embedder_of(reader.metadata)
+            if not (path / "chroma.sqlite3").is_file():
+                return None
+        from chromadb.errors import NotFoundError
+
+        with _opening(path, url, token):
+            try:
+                found = _client(path, url, token).get_collection(collection)
+            except NotFoundError:
+                return None
+            return _embedder_of(found.metadata)
 
     def count(self) -> int:
         return int(self._collection.count())
@@ -177,7 +157,7 @@ class ChromaVectors:
     def set_paper_metadata(self, metas: Mapping[str, Mapping[str, str | int]]) -> None:
         """Replace the metadata of these papers' vectors (paper_id -> metadata) in place: no
         vector is recomputed. Keys a paper no longer has are removed (Chroma merges on update,
-        and removes a key set to None); each vector keeps its ``VECTOR_KEYS``."""
+        and removes a key set to None)."""
         paper_ids = list(metas)
         for start in range(0, len(paper_ids), 500):
             batch = paper_ids[start : start + 500]
@@ -185,12 +165,7 @@ class ChromaVectors:
             if not got["ids"]:
                 continue
             updated = [
-                {
-                    **dict.fromkeys(old),
-                    **{k: old[k] for k in VECTOR_KEYS if k in old},
-                    **metas[str(old["paper_id"])],
-                }
-                for old in got["metadatas"]
+                {**dict.fromkeys(old), **metas[str(old["paper_id"])]} for old in got["metadatas"]
             ]
             self._collection.update(ids=got["ids"], metadatas=updated)
 
@@ -363,6 +338,61 @@ class CoreReader:
         }
 
 
+def _client(path: Path, url: str | None, token: str | None) -> Any:
+    """chromadb's client for a server (``HttpClient``) or an embedded store in ``path``."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    auth: dict[str, Any] = {}
+    if url and token:
+        auth = {
+            "chroma_client_auth_provider": "chromadb.auth.token_authn.TokenAuthClientProvider",
+            "chroma_client_auth_credentials": token,
+        }
+    chroma_settings = ChromaSettings(anonymized_telemetry=False, **auth)
+    if url:
+        parsed = urlparse(url if "//" in url else f"http://{url}")
+        return chromadb.HttpClient(
+            host=parsed.hostname or "localhost",
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=chroma_settings,
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+
+
+@contextmanager
+def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
+    """Whatever chromadb raises while connecting, as one store error saying what to check."""
+    try:
+        yield
+    except Exception as exc:  # chromadb raises many types; all mean the same to the user
+        where = f"Chroma server at {url}" if url else f"store at {path}"
+        said = _redact(exc, token)
+        if is_disk_full(exc, None if url else path):
+            raise DiskFullError(
+                f"disk full opening the {where}: {said}. Free some space and run the command again"
+            ) from exc
+        if not url:
+            hint = "is the folder writable and not in use by another version of Chroma?"
+        elif _refused(exc):
+            hint = (
+                "the server wants a token: set ASSISTANT_STORE__CHROMA_TOKEN to it"
+                if not token
+                else "the server refused ASSISTANT_STORE__CHROMA_TOKEN; check it"
+            )
+        else:
+            hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
+        cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
+        raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
+
+
+def _embedder_of(metadata: Mapping[str, Any] | None) -> str | None:
+    recorded = (metadata or {}).get("embedder")
+    return str(recorded) if recorded else None
+
+
 def _hnsw_cache_size() -> int:
     """How many HNSW indexes the core may hold open: the client's rule (five files each)."""
     import resource
@@ -373,12 +403,12 @@ def _hnsw_cache_size() -> int:
 def _check_embedder(
     metadata: Mapping[str, Any] | None, collection: str, embedder_name: str, url: str | None
 ) -> None:
-    recorded = (metadata or {}).get("embedder")
+    recorded = _embedder_of(metadata)
     if recorded and recorded != embedder_name:
         raise EmbedderMismatchError(
-            f"the store's collection {collection!r} holds vectors from {recorded!r}, but the "
-            f"configured embedder is {embedder_name!r}. Use the embedder the store was built "
-            f"with ({_provider_hint(str(recorded))}), or ingest into "
+            f"the store's collection {collection!r} holds vectors from {_described(recorded)}, "
+            f"but the configured embedder is {_described(embedder_name)}. Use the embedder the "
+            f"store was built with ({_provider_hint(recorded)}), or ingest into "
             + (
                 "a new collection (ASSISTANT_STORE__COLLECTION) on the server."
                 if url
@@ -387,16 +417,29 @@ def _check_embedder(
         )
 
 
+# What each embedder's name means to a user (the default's name says int8 for its file's
+# weights, though it computes in fp32), and the setting that makes it.
+_EMBEDDERS = (
+    ("minilm-l6-v2-fast@", "MiniLM quantised for `ingest --fast`", "minilm-fast"),
+    ("minilm-l6-v2-int8@", "the default MiniLM", "minilm"),
+    ("openai:", "OpenAI's embeddings", "openai"),
+    ("hashing-ngrams@", "the hashing test embedder", "hashing"),
+)
+
+
+def _described(embedder_name: str) -> str:
+    for prefix, meaning, _ in _EMBEDDERS:
+        if embedder_name.startswith(prefix):
+            return f"{embedder_name!r} ({meaning})"
+    return repr(embedder_name)
+
+
 def _provider_hint(embedder_name: str) -> str:
     """The setting that makes this embedder, as far as its name tells."""
-    for prefix, provider in (
-        ("minilm-l6-v2-fast@", "minilm-fast"),
-        ("minilm-l6-v2-int8@", "minilm"),
-        ("openai:", "openai"),
-        ("hashing-ngrams@", "hashing"),
-    ):
+    for prefix, _, provider in _EMBEDDERS:
         if embedder_name.startswith(prefix):
-            return f"ASSISTANT_EMBEDDING__PROVIDER={provider}"
+            hint = f"ASSISTANT_EMBEDDING__PROVIDER={provider}"
+            return f"{hint}, and no --fast" if provider == "minilm" else hint
     return "ASSISTANT_EMBEDDING__PROVIDER"
 
 

@@ -252,12 +252,17 @@ def write_vectors(
     """Write a batch's chunk and sentence vectors, replacing those of its papers' old versions
     (``old_chunks``: how many chunks each stored paper had). Each vector carries its paper's
     filter fields only; its text stays in the catalog, unless ``chunk_texts`` (a server, where
-    the chunk collection is where other clients read chunk texts from)."""
-    stale: list[str] = []
-    for item in batch:
-        old_n = old_chunks.get(item.paper.paper_id, 0)
-        stale.extend(f"{item.paper.paper_id}:{i}" for i in range(len(item.chunks), old_n))
-    chunks.delete_ids(stale)
+    the chunk collection is where other clients read chunk texts from).
+
+    Old vectors are deleted rather than overwritten: Chroma's upsert merges metadata, so a
+    field the paper lost (a year, a venue) or a text an older version stored would stay."""
+    chunks.delete_ids(
+        [
+            f"{item.paper.paper_id}:{i}"
+            for item in batch
+            for i in range(old_chunks.get(item.paper.paper_id, 0))
+        ]
+    )
     metas = {item.paper.paper_id: item.paper.metadata() for item in batch}
     rows = [c for item in batch for c in item.chunks]
     chunks.upsert(

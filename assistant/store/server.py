@@ -121,10 +121,14 @@ class ServerStore(Store):
         keeps_sentences: bool,
         recheck: float = 1.0,
         settle: float = 0.5,
+        peek: Callable[[str], str | None] | None = None,
     ):
         """``cache``: the catalog in the cache folder; ``recheck``: seconds a cache is trusted
         before the server's stamp is read again; ``settle``: seconds a writer waits before
-        reading back the lease it wrote (another writer's write lands meanwhile)."""
+        reading back the lease it wrote (another writer's write lands meanwhile); ``peek``:
+        the embedder a collection on the server records, read without opening it for one
+        (``ChromaVectors.recorded_embedder``)."""
+        self._peek = peek
         self.keeps_sentences = keeps_sentences
         self.recheck = recheck
         self.settle = settle
@@ -350,6 +354,13 @@ class ServerStore(Store):
 
     def set_meta(self, key: str, value: str) -> None:
         self._put(META, {"record": "meta", key: value})
+
+    def recorded_embedder(self) -> str | None:
+        """From the paper records' collection, before it is opened with an embedder (opening
+        it with another is refused, and its ``__meta__`` record is inside it)."""
+        if self._peek is None:
+            return super().recorded_embedder()
+        return self._peek(self._papers_name)
 
     def stamp(self) -> int:
         return self._fresh().stamp()
