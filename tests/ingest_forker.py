@@ -16,8 +16,11 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,22 +52,33 @@ def _child(work: Any, stderr: str = os.devnull) -> None:
 
 def run(args: list[str], delay: float | None) -> dict[str, Any]:
     started = time.monotonic()
-    errors = f"/tmp/ingest-forker-{os.getpid()}.err"
-    pid = os.fork()
-    if pid == 0:
-        _child(lambda: main(args, prog_name="assistant"), errors)
-    killed, reaped, status = False, 0, 0
-    if delay is not None:
-        time.sleep(delay)
-        reaped, status = os.waitpid(pid, os.WNOHANG)
+    with _stderr_file() as errors:
+        pid = os.fork()
+        if pid == 0:
+            _child(lambda: main(args, prog_name="assistant"), errors)
+        killed, reaped, status = False, 0, 0
+        if delay is not None:
+            time.sleep(delay)
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+            if reaped == 0:
+                os.kill(pid, signal.SIGKILL)
+                killed = True
         if reaped == 0:
-            os.kill(pid, signal.SIGKILL)
-            killed = True
-    if reaped == 0:
-        _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    said = Path(errors).read_text(errors="replace")[-600:] if code not in (0, -9) else ""
+            _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        said = Path(errors).read_text(errors="replace")[-600:] if code not in (0, -9) else ""
     return {"killed": killed, "code": code, "seconds": time.monotonic() - started, "stderr": said}
+
+
+@contextmanager
+def _stderr_file() -> Iterator[str]:
+    """A file for a child's stderr, removed once the parent has read it."""
+    fd, path = tempfile.mkstemp(prefix="ingest-forker-", suffix=".err")
+    os.close(fd)
+    try:
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def _view(store: Path, out: Path) -> None:
@@ -87,13 +101,13 @@ def _view(store: Path, out: Path) -> None:
 
 
 def check(store: Path, out: Path) -> dict[str, Any]:
-    errors = f"/tmp/ingest-forker-check-{os.getpid()}.err"
-    pid = os.fork()
-    if pid == 0:
-        _child(lambda: _view(store, out), errors)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    said = Path(errors).read_text(errors="replace")[-1500:] if code != 0 else ""
+    with _stderr_file() as errors:
+        pid = os.fork()
+        if pid == 0:
+            _child(lambda: _view(store, out), errors)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        said = Path(errors).read_text(errors="replace")[-1500:] if code != 0 else ""
     return {"code": code, "stderr": said}
 
 
