@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QUESTION ?= Which papers study KV-cache eviction, and what do they find?
 
-.PHONY: setup demo check lint test eval-smoke bench judge survey-bar clean-store
+.PHONY: setup demo check lint test eval-smoke bench judge survey-bar answer-model clean-store
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -44,6 +44,12 @@ survey-bar: setup      ## refit the survey bar on the eval set's tune and dev sp
 	rm -rf .survey-store
 	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
 	$(PY) evals/survey/fit_survey_bar.py --store .survey-store
+	rm -rf .survey-store
+
+answer-model: setup    ## refit the answer model (which sentences answer) on the tune and dev splits
+	rm -rf .survey-store
+	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
+	$(PY) evals/answering/fit_answer_model.py --store .survey-store
 	rm -rf .survey-store
 
 clean-store:

@@ -8,10 +8,13 @@ abstract's opening sentence that states no contribution (it restates the problem
 for better-ranked papers. Papers are chosen first: the ones a single-paper question names, else
 the one the search put far ahead of the rest, else those whose best sentence is within a margin
 of the best one; for "which papers ..." those the survey bar (``assistant.llm.survey``) finds
-likely enough, and a refusal when none is. Each chosen paper gets its best sentence; more are
-added greedily with a redundancy penalty (maximal marginal relevance), only sentences close to
-their paper's best, at most three per paper (two in a survey), printed paper by paper in source
-order and, within a paper, in the abstract's own order. When the paper asked
+likely enough, and a refusal when none is. The score chooses papers; which of a chosen paper's
+sentences to quote is the answer model's (``assistant.llm.answering``: the sentence that answers,
+not the one that restates the question). Each chosen paper gets its likeliest sentence; more are
+added greedily with a redundancy penalty (maximal marginal relevance), only sentences within
+``answer_margin`` log-odds of their paper's likeliest, at most three per paper (two in a
+survey), printed paper by paper in source order and, within a paper, in the abstract's own
+order. When the paper asked
 about does not mention what the question asks for (``assistant.llm.focus``), and neither a
 sentence matches closely nor the search singles the paper out, the answer is a refusal that says
 which terms are missing, not quotes around it.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +35,7 @@ from assistant.chunking import sentences_of
 from assistant.context import Context
 from assistant.embeddings import Embedder
 from assistant.lexical import analyze
+from assistant.llm.answering import AnswerModel, log_odds, shipped_model
 from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.figures import (
     asks_figure,
@@ -88,6 +92,7 @@ class Candidate:
     score: float  # how well it answers, as a sentence to quote
     similarity: float
     opening: bool = False  # the abstract's first sentence, stating no contribution
+    answer: float = 0.0  # log-odds that it states the answer (``assistant.llm.answering``)
 
     @property
     def relevance(self) -> float:
@@ -106,6 +111,14 @@ def _best_per_paper(candidates: list[Candidate], *, quoting: bool = False) -> di
         value = cand.score if quoting else cand.relevance
         best[cand.source] = max(best.get(cand.source, -np.inf), value)
     return best
+
+
+def by_paper(candidates: list[Candidate]) -> dict[int, list[Candidate]]:
+    """Candidates grouped by source, each paper's in the abstract's order."""
+    papers: dict[int, list[Candidate]] = {}
+    for cand in sorted(candidates, key=lambda c: (c.source, c.position)):
+        papers.setdefault(cand.source, []).append(cand)
+    return papers
 
 
 def _named_sources(context: Context) -> set[int]:
@@ -131,7 +144,6 @@ class ExtractiveProvider(Provider):
         sentences: int = 5,
         per_paper: int = 3,
         min_similarity: float = 0.15,
-        redundancy: float = 0.6,
         lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
         rarity: Rarity | None = None,
         single_margin: float = 0.05,
@@ -140,12 +152,14 @@ class ExtractiveProvider(Provider):
         confident_similarity: float = 0.45,
         standout: float = 2.0,
         survey_bar: SurveyBar | None = None,
+        answer_model: AnswerModel | None = None,
+        answer_margin: float = 1.5,
+        answer_redundancy: float = 2.0,
     ):
         self.embedder = embedder
         self.sentences = sentences
         self.per_paper = per_paper
         self.min_similarity = min_similarity
-        self.redundancy = redundancy
         self.lookup = lookup  # stored sentence vectors by id, to skip re-embedding
         self.rarity = rarity  # document frequencies in the corpus, for what a question asks
         # Tuned on the eval set's tune and dev splits (evals/neurips2025.jsonl); the test
@@ -156,6 +170,9 @@ class ExtractiveProvider(Provider):
         self.confident_similarity = confident_similarity  # ... or a match this close
         self.standout = standout  # ... or a first paper this far ahead of the second in search
         self.survey_bar = survey_bar or shipped_bar()  # which papers a survey question wants
+        self.answer_model = answer_model or shipped_model()  # which sentences answer
+        self.answer_margin = answer_margin  # log-odds under the paper's likeliest sentence
+        self.answer_redundancy = answer_redundancy  # log-odds off per unit of repetition
 
     def _vectors(self, ids: list[str], texts: list[str]) -> np.ndarray:
         """Sentence vectors from the store when it has them; the rest embedded now."""
@@ -199,25 +216,37 @@ class ExtractiveProvider(Provider):
                 cue += 0.08
             score = float(sim) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim), opening))
-        return candidates, vectors
+        return self._with_answer_odds(context.question, candidates), vectors
+
+    def _with_answer_odds(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        """Each candidate with the answer model's log-odds, computed paper by paper."""
+        odds: dict[tuple[int, int], float] = {}
+        for paper in by_paper(candidates).values():
+            for cand, value in zip(
+                paper, log_odds(self.answer_model, question, paper), strict=True
+            ):
+                odds[cand.source, cand.position] = value
+        return [replace(c, answer=odds[c.source, c.position]) for c in candidates]
 
     def select(
         self, context: Context, ranked: tuple[list[Candidate], np.ndarray] | None = None
     ) -> list[Candidate]:
-        """The sentences to quote: from the papers that answer, those close to their paper's
-        best sentence, without repeating each other."""
+        """The sentences to quote: from the papers that answer, those the answer model finds
+        nearly as likely to state the answer as their paper's likeliest, without repeating
+        each other."""
         candidates, vectors = ranked or self.rank(context)
         if not candidates:
             return []
         papers = self._papers_to_quote(context, _best_per_paper(candidates))
         best = _best_per_paper(candidates, quoting=True)
+        likeliest = {s: max(c.answer for c in p) for s, p in by_paper(candidates).items()}
         floor = -1.0 if context.pinned else self.min_similarity
         eligible = [
             idx
             for idx, cand in enumerate(candidates)
             if cand.source in papers
             and cand.similarity >= floor
-            and cand.score >= best[cand.source] - self.sentence_margin
+            and cand.answer >= likeliest[cand.source] - self.answer_margin
         ]
         survey = len(papers) > 1
         limit = max(self.sentences, len(papers)) if survey else self.sentences
@@ -228,7 +257,7 @@ class ExtractiveProvider(Provider):
             idx = max(
                 (i for i in eligible if candidates[i].source == source),
                 default=None,
-                key=lambda i: candidates[i].score,
+                key=lambda i: candidates[i].answer,
             )
             if idx is not None:
                 chosen.append(idx)
@@ -240,7 +269,7 @@ class ExtractiveProvider(Provider):
                 if idx in chosen or per_paper.get(cand.source, 0) >= cap:
                     continue
                 overlap = max((float(vectors[idx] @ vectors[j]) for j in chosen), default=0.0)
-                value = cand.score - self.redundancy * max(0.0, overlap - 0.5)
+                value = cand.answer - self.answer_redundancy * max(0.0, overlap - 0.5)
                 if value > pick_value:
                     pick, pick_value = idx, value
             if pick < 0:

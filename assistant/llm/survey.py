@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from assistant.llm.logistic import Logistic, read_coefficients
 from assistant.retrieval import Hit
 
 MODEL_FILE = Path(__file__).with_name("survey_bar.json")
@@ -54,40 +54,28 @@ def features(rank: tuple[int, int], position: int, coverage: float, gap: float) 
 
 
 @dataclass(frozen=True)
-class SurveyBar:
-    weights: tuple[float, ...]
-    bias: float
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    include: float  # cite a paper at least this likely
-    refuse_below: float  # no paper this likely: the abstracts do not cover the topic
-
-    def probability(self, rows: list[list[float]]) -> np.ndarray:
-        x = (np.asarray(rows, dtype=float) - np.asarray(self.mean)) / np.asarray(self.scale)
-        return 1.0 / (1.0 + np.exp(-(x @ np.asarray(self.weights) + self.bias)))
+class SurveyBar(Logistic):
+    include: float = 0.5  # cite a paper at least this likely
+    refuse_below: float = 0.0  # no paper this likely: the abstracts do not cover the topic
 
     def to_json(self) -> dict[str, object]:
         return {
             "features": list(FEATURES),
-            "weights": list(self.weights),
-            "bias": self.bias,
-            "mean": list(self.mean),
-            "scale": list(self.scale),
+            **self.coefficients(),
             "include": self.include,
             "refuse_below": self.refuse_below,
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> SurveyBar:
-        if data.get("features") != list(FEATURES):
-            raise ValueError(f"{MODEL_FILE.name} was fitted on other features; refit it")
+    def from_json(cls, data: dict[str, Any]) -> SurveyBar:
+        model = read_coefficients(data, FEATURES, MODEL_FILE.name)
         return cls(
-            weights=tuple(data["weights"]),  # type: ignore[arg-type]
-            bias=float(data["bias"]),  # type: ignore[arg-type]
-            mean=tuple(data["mean"]),  # type: ignore[arg-type]
-            scale=tuple(data["scale"]),  # type: ignore[arg-type]
-            include=float(data["include"]),  # type: ignore[arg-type]
-            refuse_below=float(data["refuse_below"]),  # type: ignore[arg-type]
+            model.weights,
+            model.bias,
+            model.mean,
+            model.scale,
+            include=float(data["include"]),
+            refuse_below=float(data["refuse_below"]),
         )
 
 

@@ -28,6 +28,7 @@ from assistant.core import Assistant
 from assistant.eval.dataset import EvalItem, load_eval_set
 from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
 from assistant.llm.focus import is_survey
+from assistant.llm.logistic import fit_logistic
 from assistant.llm.survey import FEATURES, MODEL_FILE, SurveyBar
 
 EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
@@ -56,15 +57,9 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> Rows:
     return rows
 
 
-def fit(x: np.ndarray, y: np.ndarray, steps: int = 4000, lr: float = 0.1) -> SurveyBar:
-    mean, scale = x.mean(0), x.std(0) + 1e-9
-    z = (x - mean) / scale
-    w, b = np.zeros(z.shape[1]), 0.0
-    for _ in range(steps):
-        g = 1 / (1 + np.exp(-(z @ w + b))) - y
-        w -= lr * (z.T @ g + L2 * w) / len(y)
-        b -= lr * g.mean()
-    return SurveyBar(tuple(w), float(b), tuple(mean), tuple(scale), include=0.5, refuse_below=0.0)
+def fit(x: np.ndarray, y: np.ndarray) -> SurveyBar:
+    model = fit_logistic(x, y, l2=L2)
+    return SurveyBar(model.weights, model.bias, model.mean, model.scale)
 
 
 def held_out_probabilities(rows: Rows) -> dict[str, list[tuple[float, bool]]]:
