@@ -4,7 +4,7 @@ The shipped file stores int8 weights but dequantises them to fp32 before every p
 computes in fp32. onnxruntime's dynamic quantization (int8 weights per output channel, each
 activation's scale computed at run time) makes the products integer ones: 1.7-1.8x faster per
 text on this project's 2-core machine, sentence vectors at mean cosine 0.993 to the shipped
-file's. It is made once from the installed files (2-3 s here, ~110 MB of scratch space, the
+file's. It is made once from the installed files (2-3 s here, up to ~180 MB of scratch space, the
 ``onnx`` package) and kept in the user's cache folder, named after the versions it came from.
 """
 
@@ -25,6 +25,7 @@ from assistant.errors import ConfigError
 
 APP_NAME = "assistant"
 TEMP_PREFIX = ".quantise-"
+SCRATCH_MB = 200  # measured peak 181 MB in the folder while making it
 STALE_SECONDS = 600.0  # a temporary folder this old belongs to a writer that is gone
 
 
@@ -53,11 +54,11 @@ def int8_model(source: Path, folder: Path | None = None) -> Path:
     half; a folder left by a writer that was killed is removed by a later one."""
     folder = folder or cache_folder()
     out = folder / f"minilm-l6-v2-int8-dynamic-{_versions()}-{source.stat().st_size}.onnx"
+    _remove_stale(folder)
     if out.is_file():
         return out
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _remove_stale(folder)
         print(
             f"making the int8 model for --fast in {folder} (once, a few seconds)",
             file=sys.stderr,
@@ -66,12 +67,23 @@ def int8_model(source: Path, folder: Path | None = None) -> Path:
         with tempfile.TemporaryDirectory(dir=folder, prefix=TEMP_PREFIX) as tmp:
             made = _quantise(source, Path(tmp))
             os.replace(made, out)
-    except OSError as exc:
+    except (OSError, QuantiseFailed) as exc:
         raise ConfigError(
             f"cannot make the int8 model for --fast in {folder}: {exc}. It needs a writable "
-            "folder with ~110 MB free: set ASSISTANT_CACHE_DIR to one"
+            f"folder with {SCRATCH_MB} MB free{_free(folder)}: set ASSISTANT_CACHE_DIR to one"
         ) from exc
     return out
+
+
+class QuantiseFailed(Exception):
+    """onnx or onnxruntime failed to write or read back a model (a full disk shows so)."""
+
+
+def _free(folder: Path) -> str:
+    try:
+        return f" ({shutil.disk_usage(folder).free // 2**20} MB free there now)"
+    except OSError:
+        return ""
 
 
 def _quantise(source: Path, tmp: Path) -> Path:
@@ -89,9 +101,14 @@ def _quantise(source: Path, tmp: Path) -> Path:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.optimized_model_filepath = str(folded)
-        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
         logging.getLogger().setLevel(logging.ERROR)  # its pre-processing advice is for CNNs
-        quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+        try:
+            ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+            quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+        except OSError:
+            raise
+        except Exception as exc:  # protobuf and onnxruntime errors of a write cut short
+            raise QuantiseFailed(f"{type(exc).__name__}: {exc}".strip()) from exc
     return made
 
 
@@ -111,7 +128,8 @@ def _root_logging_kept() -> Iterator[None]:
 
 
 def _remove_stale(folder: Path) -> None:
-    """Temporary folders of writers that were killed (making the file takes seconds)."""
+    """Temporary folders of writers that were killed (making the file takes seconds), looked
+    for by every process that opens the int8 file, made or not."""
     now = time.time()
     for tmp in folder.glob(f"{TEMP_PREFIX}*"):
         try:

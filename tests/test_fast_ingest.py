@@ -23,7 +23,7 @@ from assistant import Assistant, load_settings
 from assistant.chunking import Chunker, sentence_weights, sentences_of
 from assistant.corpus import Paper
 from assistant.embeddings import MiniLMEmbedder
-from assistant.errors import ConfigError, EmbedderMismatchError
+from assistant.errors import ConfigError, EmbedderMismatchError, StoreEmptyError
 from assistant.quantize import int8_model
 from assistant.settings import Settings
 from tests.conftest import CORPUS
@@ -194,6 +194,73 @@ def test_fast_store_on_a_server_is_read_by_a_client_with_default_settings(
         assert len(reader.store.entries()) == 8
 
 
+def _server_settings(url: str, collection: str, folder: Path, provider: str = "minilm") -> Settings:
+    store = {"path": folder, "chroma_url": url, "collection": collection}
+    return load_settings(store=store, embedding={"provider": provider})
+
+
+def test_a_search_on_a_new_server_collection_does_not_keep_fast_out(
+    fast_env: Path, chroma_server: str, tmp_path: Path, corpus_papers: list[Paper]
+):
+    # A reviewer's run: a `search` first created the collections stamped with the default
+    # embedder, and every `ingest --fast` after was refused ("holds vectors" of none).
+    collection = f"first-{uuid.uuid4().hex[:12]}"
+    with Assistant(_server_settings(chroma_server, collection, tmp_path / "r")) as reader:
+        with pytest.raises(StoreEmptyError):
+            reader.search("KV cache eviction", k=3)
+    fast = _server_settings(chroma_server, collection, tmp_path / "w", "minilm-fast")
+    with Assistant(fast) as writer:
+        assert writer.ingest_papers(corpus_papers[:4]).added == 4
+    with Assistant(_server_settings(chroma_server, collection, tmp_path / "r2")) as reader:
+        hits = reader.search(corpus_papers[2].abstract.split(". ")[0], k=3)
+        assert reader.embedder.name == "minilm-l6-v2-fast@256"
+        assert hits[0].paper_id == corpus_papers[2].paper_id
+
+
+def test_of_two_writers_with_other_embedders_on_an_empty_collection_the_second_is_refused(
+    fast_env: Path, chroma_server: str, tmp_path: Path, corpus_papers: list[Paper]
+):
+    collection = f"race-{uuid.uuid4().hex[:12]}"
+    default = Assistant(_server_settings(chroma_server, collection, tmp_path / "a"))
+    fast = Assistant(_server_settings(chroma_server, collection, tmp_path / "b", "minilm-fast"))
+    with default, fast:
+        for client in (default, fast):  # both open the empty collections: neither is refused
+            with pytest.raises(StoreEmptyError):
+                client.search("KV cache eviction", k=3)
+        assert default.ingest_papers(corpus_papers[:3]).added == 3
+        with pytest.raises(EmbedderMismatchError, match="the default MiniLM"):
+            fast.ingest_papers(corpus_papers[3:5])
+        assert len(default.store.entries()) == 3
+        assert default.ingest_papers(corpus_papers[3:5]).added == 2  # the lease was let go
+
+
+def test_a_writer_claims_an_empty_collection_and_not_one_that_holds_vectors(
+    chroma_server: str, tmp_path: Path
+):
+    # Two handles opened on one empty collection before either writes (two ingests starting
+    # together): the writer that holds the lease claims it; after its first vector, the other
+    # is refused by its claim, though its open let it through.
+    from assistant.store.chroma import ChromaVectors
+
+    name = f"claim-{uuid.uuid4().hex[:12]}"
+
+    def handle(embedder: str) -> ChromaVectors:
+        return ChromaVectors.open(
+            path=tmp_path, url=chroma_server, collection=name, embedder_name=embedder, dim=4
+        )
+
+    default, fast = handle("minilm-l6-v2-int8@256"), handle("minilm-l6-v2-fast@256")
+    fast.claim()  # empty: stamped anew
+    assert ChromaVectors.recorded_embedder(path=tmp_path, url=chroma_server, collection=name) == (
+        "minilm-l6-v2-fast@256"
+    )
+    default.claim()  # still empty: the stamp goes back
+    default.upsert(["p:0"], np.eye(1, 4, dtype=np.float32), None, [{"paper_id": "p"}])
+    with pytest.raises(EmbedderMismatchError, match="the default MiniLM"):
+        fast.claim()
+    default.claim()  # its own: nothing to do
+
+
 def test_an_unusable_cache_folder_fails_before_a_store_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus_papers: list[Paper]
 ):
@@ -229,3 +296,26 @@ def test_a_damaged_int8_file_is_made_again_quietly_and_stale_scratch_removed(
     assert (list(root.handlers), root.level) == (handlers, level)  # logging left as it was
     assert "making the int8 model for --fast" in capfd.readouterr().err
     shutil.rmtree(recent)
+
+
+def test_a_write_cut_short_while_quantising_is_one_error_and_old_scratch_goes_anyway(
+    fast_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import onnxruntime.quantization as quantization
+
+    def cut_short(*args: object, **kwargs: object) -> None:
+        # What onnx raises reading back a model a full disk truncated (a reviewer's tmpfs run).
+        raise RuntimeError("Error parsing message with type 'onnx.ModelProto'")
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    monkeypatch.setattr(quantization, "quantize_dynamic", cut_short)
+    with pytest.raises(ConfigError, match=r"cannot make the int8 model .*200 MB free \(\d+ MB"):
+        int8_model(MiniLMEmbedder.model_files()[0], folder)
+    assert not list(folder.iterdir())  # its scratch folder is gone
+    # A writer killed an hour ago left scratch beside a file that exists: removed on next use.
+    made = int8_model(MiniLMEmbedder.model_files()[0], fast_env)
+    old = fast_env / ".quantise-killed"
+    old.mkdir()
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    assert int8_model(MiniLMEmbedder.model_files()[0], fast_env) == made and not old.exists()

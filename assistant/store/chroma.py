@@ -77,6 +77,7 @@ class ChromaVectors:
         self.embedder_name = embedder_name
         self.dim = dim
         self.via_core = via_core  # read through Chroma's core: a snapshot of the files
+        self._server: tuple[str, str | None, str] | None = None  # url, token, collection name
 
     @classmethod
     def open(
@@ -107,10 +108,34 @@ class ChromaVectors:
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "ef_search": 200}},
             )
-        _check_embedder(coll.metadata, collection, embedder_name, url)
+        if not url or coll.count():  # a server's empty collection is claimed by its writer
+            _check_embedder(coll.metadata, collection, embedder_name, url)
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)
-        return cls(guarded, embedder_name, dim)
+        vectors = cls(guarded, embedder_name, dim)
+        if url:
+            vectors._server = (url, token, collection)
+        return vectors
+
+    def claim(self, where: dict[str, Any] | None = None) -> None:
+        """For a writer holding the server's lease: the collection records this embedder. Any
+        client opening a collection creates it, stamped with its own embedder, so a `search`
+        on a new server stamps the default; while the collection holds no vector (none that
+        ``where`` matches) the writer stamps it anew, and once it holds one a writer with
+        another embedder is refused. Under the lease, two writers cannot both claim it."""
+        if self._server is None:
+            return
+        url, token, name = self._server
+        with _opening(Path(), url, token):
+            found = _client(Path(), url, token).get_collection(name)
+        recorded = _embedder_of(found.metadata)
+        if recorded in (None, self.embedder_name):
+            return
+        on_server = _Guarded(found, f"the Chroma server at {url}", None, token)
+        if on_server.get(where=where, limit=1, include=[])["ids"]:
+            _check_embedder(found.metadata, name, self.embedder_name, url)
+        stamp = {**(found.metadata or {}), "embedder": self.embedder_name, "dim": self.dim}
+        on_server.modify(metadata=stamp)
 
     @staticmethod
     def recorded_embedder(

@@ -234,11 +234,20 @@ class ServerStore(Store):
             time.sleep(1.0)
         self._holder = me
         try:
+            self._claim()
             yield
         finally:
             self._holder = None
             if self._get(LEASE).get("holder") == me:
                 self._put(LEASE, {"record": "lease", "holder": "", "expires": 0.0})
+
+    def _claim(self) -> None:
+        """The collections record this writer's embedder (``ChromaVectors.claim``): one a
+        reader created, stamped with another and still empty, is stamped anew."""
+        self.records.claim({"record": "paper"})
+        self._view.chunks.claim()
+        if self._view.sentences is not None:
+            self._view.sentences.claim()
 
     def _take_lease(self, me: str) -> None:
         expires = time.time() + LEASE_SECONDS
