@@ -152,7 +152,9 @@ def _readable(abstract: str) -> str:
         return abstract
     from assistant.latex import latex_to_text
 
-    return latex_to_text(abstract)
+    # Text that is all markup reads as nothing ("\\iÀ", found by the fuzz test): the label
+    # then comes from the text as written.
+    return latex_to_text(abstract).strip() or abstract
 
 
 def make_paper(record: dict[str, Any], source: str) -> Paper:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from assistant import Assistant, load_settings
@@ -109,6 +109,7 @@ def test_csv_loader_never_crashes(scratch: Path, header: list[str], rows: list[l
 
 @cases(1500)
 @given(body=st.one_of(prose, st.binary(max_size=300).map(lambda b: b.decode("latin-1"))))
+@example(body="\\iÀ")  # all markup: its readable text was empty, and so was its label
 def test_seed_loader_never_crashes(scratch: Path, body: str):
     path = scratch / "fuzz.txt"
     path.write_text("Header line\n\n" + body, encoding="utf-8", errors="surrogatepass")
