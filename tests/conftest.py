@@ -145,3 +145,18 @@ def fresh(tmp_path: Path, embedder: MiniLMEmbedder):
     """An empty store of its own, for tests that write."""
     with Assistant(load_settings(store={"path": tmp_path / "store"}), embedder=embedder) as a:
         yield a
+
+
+def refit(script: Path, store: Path, out: Path) -> tuple[dict[str, object], str]:
+    """Run a fit script under ``evals/`` on a store of the shipped corpus: the model it wrote
+    to ``out`` and what it printed."""
+    import json
+
+    run = subprocess.run(
+        [sys.executable, str(script), "--store", str(store), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(out.read_text()), run.stdout

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from assistant.llm.answering import FEATURES, MODEL_FILE, AnswerModel, features, shipped_model
+from tests.conftest import refit
 
 SCRIPT = Path(__file__).parents[1] / "evals" / "answering" / "fit_answer_model.py"
 
@@ -30,15 +29,8 @@ class Said:
 def test_the_shipped_answer_model_is_reproducible_and_beats_the_score_held_out(
     shipped_store: Path, tmp_path: Path
 ):
-    out = tmp_path / "model.json"
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--store", str(shipped_store), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr
-    fitted, shipped = json.loads(out.read_text()), json.loads(MODEL_FILE.read_text())
+    fitted, printed = refit(SCRIPT, shipped_store, tmp_path / "model.json")
+    shipped = json.loads(MODEL_FILE.read_text())
     assert fitted["features"] == shipped["features"] == list(FEATURES)
     for key in ("weights", "mean", "scale"):
         assert fitted[key] == pytest.approx(shipped[key], abs=0.05), key
@@ -46,10 +38,10 @@ def test_the_shipped_answer_model_is_reproducible_and_beats_the_score_held_out(
     # three sentences than the extractive score does, on both splits.
     found = {
         m.group(1): float(m.group(2))
-        for m in re.finditer(r"^\s+(\w+ \w+)\s+[\d.]+ / [\d.]+ / ([\d.]+)$", run.stdout, re.M)
+        for m in re.finditer(r"^\s+(\w+ \w+)\s+[\d.]+ / [\d.]+ / ([\d.]+)$", printed, re.M)
     }
     for split in ("tune", "dev"):
-        assert found[f"{split} model"] > found[f"{split} score"], run.stdout
+        assert found[f"{split} model"] > found[f"{split} score"], printed
 
 
 def test_a_sentence_is_read_against_its_paper_and_the_sentence_before_it():

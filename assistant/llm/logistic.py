@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,3 +61,15 @@ def fit_logistic(
         w -= lr * (z.T @ g + l2 * w) / len(y)
         b -= lr * g.mean()
     return Logistic(tuple(w.tolist()), float(b), tuple(mean.tolist()), tuple(scale.tolist()))
+
+
+def fit_arguments(doc: str, out: Path, eval_set: Path) -> Any:
+    """The command line every fit script under ``evals/`` takes: the store to read the
+    shipped corpus from, the eval set, and where to write the model."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--store", required=True, help="a store holding the shipped corpus")
+    parser.add_argument("--eval-set", type=Path, default=eval_set)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser.parse_args()

@@ -15,7 +15,6 @@ part. Needs a store that holds the shipped corpus:
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from assistant.eval.relevance import fact_found
 from assistant.llm.answering import FEATURES, MODEL_FILE, AnswerModel, features
 from assistant.llm.extractive import ExtractiveProvider, by_paper
 from assistant.llm.focus import is_survey
-from assistant.llm.logistic import fit_logistic
+from assistant.llm.logistic import fit_arguments, fit_logistic
 
 EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
 FIT_SPLITS = ("tune", "dev")
@@ -118,11 +117,7 @@ def held_out_found(papers: list[Paper]) -> dict[str, dict[int, list[float]]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--store", required=True, help="a store holding the shipped corpus")
-    parser.add_argument("--eval-set", type=Path, default=EVAL_SET)
-    parser.add_argument("--out", type=Path, default=MODEL_FILE)
-    args = parser.parse_args()
+    args = fit_arguments(__doc__ or "", MODEL_FILE, EVAL_SET)
     items = [i for i in load_eval_set(args.eval_set) if wanted(i)]
     with Assistant(store=args.store) as assistant:
         papers = collect(assistant, items)

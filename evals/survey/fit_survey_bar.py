@@ -17,7 +17,6 @@ The test split plays no part. Needs a store that holds the shipped corpus:
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from assistant.core import Assistant
 from assistant.eval.dataset import EvalItem, load_eval_set
 from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
 from assistant.llm.focus import is_survey
-from assistant.llm.logistic import fit_logistic
+from assistant.llm.logistic import fit_arguments, fit_logistic
 from assistant.llm.survey import FEATURES, MODEL_FILE, SurveyBar
 
 EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
@@ -91,11 +90,7 @@ def choose_include(answerable: dict[str, list[tuple[float, bool]]]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--store", required=True, help="a store holding the shipped corpus")
-    parser.add_argument("--eval-set", type=Path, default=EVAL_SET)
-    parser.add_argument("--out", type=Path, default=MODEL_FILE)
-    args = parser.parse_args()
+    args = fit_arguments(__doc__ or "", MODEL_FILE, EVAL_SET)
     items = [
         i
         for i in load_eval_set(args.eval_set)
