@@ -217,6 +217,21 @@ def test_a_search_on_a_new_server_collection_does_not_keep_fast_out(
         assert hits[0].paper_id == corpus_papers[2].paper_id
 
 
+def test_an_ingest_that_writes_no_paper_does_not_keep_fast_out(
+    fast_env: Path, chroma_server: str, tmp_path: Path, corpus_papers: list[Paper]
+):
+    # A reviewer's run: an empty input file (or --repair on a new collection) left the lease and
+    # meta records in the journal collection, and the next `ingest --fast` was refused there.
+    collection = f"nothing-{uuid.uuid4().hex[:12]}"
+    with Assistant(_server_settings(chroma_server, collection, tmp_path / "a")) as first:
+        assert first.ingest_papers([]).added == 0
+        first.store.repair()
+    fast = _server_settings(chroma_server, collection, tmp_path / "b", "minilm-fast")
+    with Assistant(fast) as writer:
+        assert writer.ingest_papers(corpus_papers[:2]).added == 2
+        assert writer.embedder.name == "minilm-l6-v2-fast@256"
+
+
 def test_of_two_writers_with_other_embedders_on_an_empty_collection_the_second_is_refused(
     fast_env: Path, chroma_server: str, tmp_path: Path, corpus_papers: list[Paper]
 ):

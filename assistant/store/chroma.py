@@ -31,6 +31,9 @@ PAGE = 1000  # records read per request
 TENANT, DATABASE = "default_tenant", "default_database"  # where the client puts collections
 
 Record = tuple[str, str | None, dict[str, Any]]  # id, document, metadata
+# The ``record`` kinds of a server journal's records that hold no paper (ServerStore): a
+# collection holding only these holds no vector of its embedder.
+BOOKKEEPING = ("stamp", "meta", "lease")
 
 
 class _Guarded:
@@ -108,7 +111,7 @@ class ChromaVectors:
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "ef_search": 200}},
             )
-        if not url or coll.count():  # a server's empty collection is claimed by its writer
+        if not url or _holds_vectors(coll):  # a server's empty one is claimed by its writer
             _check_embedder(coll.metadata, collection, embedder_name, url)
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)
@@ -117,12 +120,12 @@ class ChromaVectors:
             vectors._server = (url, token, collection)
         return vectors
 
-    def claim(self, where: dict[str, Any] | None = None) -> None:
+    def claim(self) -> None:
         """For a writer holding the server's lease: the collection records this embedder. Any
         client opening a collection creates it, stamped with its own embedder, so a `search`
-        on a new server stamps the default; while the collection holds no vector (none that
-        ``where`` matches) the writer stamps it anew, and once it holds one a writer with
-        another embedder is refused. Under the lease, two writers cannot both claim it."""
+        on a new server stamps the default; while the collection holds no vector (bookkeeping
+        records aside) the writer stamps it anew, and once it holds one a writer with another
+        embedder is refused. Under the lease, two writers cannot both claim it."""
         if self._server is None:
             return
         url, token, name = self._server
@@ -132,7 +135,7 @@ class ChromaVectors:
         if recorded in (None, self.embedder_name):
             return
         on_server = _Guarded(found, f"the Chroma server at {url}", None, token)
-        if on_server.get(where=where, limit=1, include=[])["ids"]:
+        if _holds_vectors(on_server):
             _check_embedder(found.metadata, name, self.embedder_name, url)
         stamp = {**(found.metadata or {}), "embedder": self.embedder_name, "dim": self.dim}
         on_server.modify(metadata=stamp)
@@ -411,6 +414,13 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
             hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
         cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
         raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
+
+
+def _holds_vectors(collection: Any) -> bool:
+    """The collection holds a record made by its embedder: anything but the bookkeeping
+    records a server's journal keeps beside its papers (metadata ``record`` in BOOKKEEPING)."""
+    where = {"record": {"$nin": list(BOOKKEEPING)}}
+    return bool(collection.get(where=where, limit=1, include=[])["ids"])
 
 
 def _embedder_of(metadata: Mapping[str, Any] | None) -> str | None:

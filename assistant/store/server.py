@@ -46,6 +46,7 @@ from assistant.store.chroma import ChromaVectors, Record
 from assistant.store.health import Health
 from assistant.store.local import LocalStore, OpenCollection, write_vectors
 
+# Records beside the papers, their metadata ``record`` one of chroma.BOOKKEEPING's kinds.
 STAMP, META, LEASE = "__stamp__", "__meta__", "__lease__"
 LEASE_SECONDS = 300.0  # a writer that stops renewing (killed) holds the store this long
 _OPTIONAL = ("year", "venue", "title", "url")  # set to None when a paper has none: removed
@@ -244,7 +245,7 @@ class ServerStore(Store):
     def _claim(self) -> None:
         """The collections record this writer's embedder (``ChromaVectors.claim``): one a
         reader created, stamped with another and still empty, is stamped anew."""
-        self.records.claim({"record": "paper"})
+        self.records.claim()
         self._view.chunks.claim()
         if self._view.sentences is not None:
             self._view.sentences.claim()
