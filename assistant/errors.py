@@ -41,6 +41,11 @@ class StoreDamagedError(StoreError):
     """A store file cannot be read (truncated, overwritten); the message names the remedy."""
 
 
+class VectorIndexDamagedError(StoreDamagedError):
+    """Chroma cannot load one of a store's vector indexes: a process was killed while Chroma
+    saved it (its files are written in place). The next ingest rebuilds it from the catalog."""
+
+
 class DiskFullError(StoreError):
     """The disk holding the store filled up while writing; what was written before is kept."""
 

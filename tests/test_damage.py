@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -246,3 +247,87 @@ def test_rebuild_refuses_a_readable_store(store: Path, sources: Path):
     code, _, err = run("ingest", "--rebuild", "--store", str(store))
     assert code == 1 and "is readable, so there is nothing to rebuild" in err
     assert not list(store.parent.glob(f"{store.name}.damaged-*"))
+
+
+@pytest.fixture(scope="module")
+def saved_index(tmp_path_factory: pytest.TempPathFactory, corpus_papers: list[Paper]) -> Path:
+    """A store whose sentence index Chroma has saved to its files (it does so every 1,000
+    vectors; below that the vectors live in its log): 95 papers of two abstracts each."""
+    folder = tmp_path_factory.mktemp("saved")
+    shifted = corpus_papers[30:] + corpus_papers[:30]
+    pairs = zip(corpus_papers, shifted, strict=True)
+    write_seed(folder / "long.txt", [a.abstract + " " + b.abstract for a, b in pairs])
+    store = folder / "store"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+        code, _, err = run("ingest", str(folder / "long.txt"), "--store", str(store))
+    assert code == 0, err
+    assert list((store / "chroma").glob("*/index_metadata.pickle"))
+    return store
+
+
+def _index_folders(store: Path) -> list[Path]:
+    return [p for p in (store / "chroma").iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("heal", [["ingest", "--repair"], ["ingest", "SOURCE"]])
+def test_an_index_chroma_cannot_load_is_rebuilt_from_the_catalog(
+    saved_index: Path, tmp_path: Path, heal: list[str]
+):
+    # What test_kill met (1 run in ~5): a writer killed while Chroma saved an index left its id
+    # map empty (Chroma truncates the file, then writes it), and every read of it failed after.
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    for pickle in (store / "chroma").glob("*/index_metadata.pickle"):
+        pickle.write_bytes(b"")
+    for command in (["search", "diffusion"], ["ask", "what is new?"], ["info", "--check"]):
+        code, _, err = run(*command, "--store", str(store))
+        line = one_line(err)
+        assert code == 1, command
+        assert f"a vector index in {store} cannot be read" in line
+        assert f"`assistant ingest --repair --store {store}` rebuilds the index" in line
+
+    source = str(saved_index.parent / "long.txt")
+    code, out, err = run(*[source if a == "SOURCE" else a for a in heal], "--store", str(store))
+    assert code == 0, err
+    assert "95 repaired whose vectors were gone" in " ".join(out.split())
+    code, details, err = info(store)
+    assert code == 0 and details["problems"] == [] and details["papers"] == 95, err
+    assert len(_index_folders(store)) == 2  # the damaged index's files are gone
+    code, out, _ = run("search", "--json", "diffusion", "--store", str(store))
+    assert code == 0 and json.loads(out)["hits"]
+
+
+def test_a_rebuild_cut_short_leaves_readers_told_and_the_next_run_finishes_it(
+    saved_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from assistant import Assistant, load_settings
+    from assistant.store.local import LocalStore
+
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    for pickle in (store / "chroma").glob("*/index_metadata.pickle"):
+        pickle.write_bytes(b"")
+    write, batches = LocalStore.write, []
+
+    def killed_after_one_batch(self: LocalStore, batch: Any) -> None:
+        if batches:
+            raise KeyboardInterrupt
+        batches.append(len(batch))
+        write(self, batch)
+
+    monkeypatch.setattr(LocalStore, "write", killed_after_one_batch)
+    settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
+    with pytest.raises(KeyboardInterrupt), Assistant(settings) as assistant:
+        assistant.repair()
+    assert batches == [8]
+    monkeypatch.setattr(LocalStore, "write", write)
+    # Readers still read the damaged index, not the half-built one: told, not misled.
+    code, _, err = run("search", "diffusion", "--store", str(store))
+    assert code == 1 and f"a vector index in {store} cannot be read" in one_line(err)
+    code, out, err = run("ingest", "--repair", "--store", str(store))
+    assert code == 0, err
+    assert "repaired whose vectors were gone" in out
+    code, details, err = info(store)
+    assert code == 0 and details["problems"] == [] and details["papers"] == 95, err
+    assert len(_index_folders(store)) == 2

@@ -158,6 +158,19 @@ class Catalog:
     def set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
+    def switch_meta(self, values: Mapping[str, str | None]) -> None:
+        """Set these meta keys (None: remove) in one transaction that also bumps the
+        generation: readers open what the keys name again."""
+        with self._transaction() as cur:
+            for key, value in values.items():
+                if value is None:
+                    cur.execute("DELETE FROM meta WHERE key = ?", (key,))
+                else:
+                    cur.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value)
+                    )
+            self.bump_generation(cur)
+
     @property
     def generation(self) -> int:
         return int(self.get_meta("generation") or 0)

@@ -24,7 +24,12 @@ from urllib.parse import urlparse
 import numpy as np
 
 from assistant.diskspace import is_disk_full
-from assistant.errors import DiskFullError, EmbedderMismatchError, StoreError
+from assistant.errors import (
+    DiskFullError,
+    EmbedderMismatchError,
+    StoreError,
+    VectorIndexDamagedError,
+)
 from assistant.store.base import Filter, Match, paper_of
 
 PAGE = 1000  # records read per request
@@ -59,6 +64,8 @@ class _Guarded:
                         f"disk full writing {self._where}: {said}. Free some space and run the "
                         "command again (what was written before is kept)"
                     ) from exc
+                if self._path is not None and "hnsw" in said.lower():
+                    raise VectorIndexDamagedError(_damaged_message(self._where, said)) from exc
                 hint = ""
                 if self._path is None:  # a server: the usual cause is that it went away
                     hint = (
@@ -81,6 +88,7 @@ class ChromaVectors:
         self.dim = dim
         self.via_core = via_core  # read through Chroma's core: a snapshot of the files
         self._server: tuple[str, str | None, str] | None = None  # url, token, collection name
+        self._home: tuple[Path, str] | None = None  # an embedded store's folder, collection name
 
     @classmethod
     def open(
@@ -118,6 +126,8 @@ class ChromaVectors:
         vectors = cls(guarded, embedder_name, dim)
         if url:
             vectors._server = (url, token, collection)
+        else:
+            vectors._home = (path, collection)
         return vectors
 
     def claim(self) -> None:
@@ -164,6 +174,21 @@ class ChromaVectors:
 
     def count(self) -> int:
         return int(self._collection.count())
+
+    def check_readable(self) -> None:
+        """A read that loads the vector index: ``VectorIndexDamagedError`` if Chroma cannot."""
+        self._collection.get(limit=1, include=[])
+
+    def drop(self) -> None:
+        """Delete this collection of an embedded store, and the index files Chroma leaves behind
+        (a damaged index: the caller opens the collection again, empty, and embeds its papers
+        again). The handle is not to be used after."""
+        if self._home is None:
+            raise StoreError("only a collection of an embedded store is dropped")
+        path, name = self._home
+        with _opening(path, None, None):
+            _client(path, None, None).delete_collection(name)
+        _remove_unused_segments(path)
 
     def upsert(
         self,
@@ -414,6 +439,37 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
             hint = "is `chroma run` up and is ASSISTANT_STORE__CHROMA_URL right?"
         cause = exc if said == str(exc) else None  # a cause that shows the token is dropped
         raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
+
+
+def _damaged_message(store: str, said: str) -> str:
+    return (
+        f"a vector index in {store} cannot be read ({said}): a process was killed while Chroma "
+        "saved it, and Chroma writes its index files in place. The catalog is intact: "
+        f"`assistant ingest --repair --store {store}` rebuilds the index from it (its papers "
+        "are embedded again), as does the next `assistant ingest` into this store"
+    )
+
+
+def _remove_unused_segments(path: Path) -> None:
+    """Remove index folders no segment in Chroma's database names (Chroma deletes a
+    collection's records, not its HNSW files)."""
+    import shutil
+    import sqlite3
+
+    with sqlite3.connect(path / "chroma.sqlite3") as db:
+        used = {str(row[0]) for row in db.execute("SELECT id FROM segments")}
+    for folder in path.iterdir():
+        if folder.is_dir() and _is_uuid(folder.name) and folder.name not in used:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_uuid(name: str) -> bool:
+    import uuid
+
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
 
 
 def _holds_vectors(collection: Any) -> bool:

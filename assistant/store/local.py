@@ -13,13 +13,14 @@ it. The lexical index follows the catalog's change records, written in the same 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from assistant.corpus import Paper
 from assistant.diskspace import is_disk_full, said_when_full
-from assistant.errors import DiskFullError
+from assistant.errors import DiskFullError, VectorIndexDamagedError
 from assistant.lexical import analyze
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
@@ -63,7 +64,7 @@ class LocalStore(Store):
                 self._collections.clear()
                 self._read_at, self._use_client = None, True
             if kind not in self._collections:
-                opened = self._open(self._names[kind], self._use_client)
+                opened = self._open(self._name(kind), self._use_client)
                 if opened.via_core and self._read_at is None:
                     self._read_at = self.catalog.generation
                 self._collections[kind] = opened
@@ -159,11 +160,61 @@ class LocalStore(Store):
         self.catalog.remove(paper_ids)
 
     def repair(self) -> set[str]:
+        self._rebuild_damaged()
         gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
         self.chunks.delete_ids(gaps.orphan_chunks)
         if self.sentences is not None:
             self.sentences.delete_ids(gaps.orphan_sentences)
         return gaps.missing
+
+    # -- a vector index Chroma cannot load --------------------------------------------------
+    # Chroma writes its HNSW files in place; a process killed while it saves them can leave one
+    # unreadable (an empty id map, seen in test_kill), and every read of it fails after. The
+    # next writer builds that kind of vector into a new collection (meta ``rebuilding:KIND``)
+    # while readers are told to wait for it, then points readers at it (``collection:KIND``)
+    # and drops the damaged one (``retired:KIND`` until it is gone). A kill at any step is
+    # picked up by the next writer.
+
+    def _kinds(self) -> list[Kind]:
+        return ["chunks", "sentences"] if self.keeps_sentences else ["chunks"]
+
+    def _name(self, kind: Kind) -> str:
+        return self.catalog.get_meta(f"collection:{kind}") or self._names[kind]
+
+    def _rebuild_damaged(self) -> None:
+        """Before a write: each damaged vector index gets a new collection to be filled, whose
+        papers' vectors are then missing (``repair`` returns them, the caller embeds them)."""
+        for kind in self._kinds():
+            retired = self.catalog.get_meta(f"retired:{kind}")
+            if retired and retired != self._name(kind):
+                self._open(retired, True).drop()
+                self.catalog.switch_meta({f"retired:{kind}": None})
+            target = self.catalog.get_meta(f"rebuilding:{kind}")
+            if not target:
+                try:
+                    self.collection(kind).check_readable()
+                    continue
+                except VectorIndexDamagedError:
+                    target = f"{self._names[kind]}-{uuid.uuid4().hex[:8]}"
+                    self.catalog.set_meta(f"rebuilding:{kind}", target)
+            with self._lock:
+                self._collections[kind] = self._open(target, True)
+
+    def _finish_rebuilds(self) -> None:
+        """After a whole run: readers read the rebuilt collections; the damaged ones go."""
+        for kind in self._kinds():
+            target = self.catalog.get_meta(f"rebuilding:{kind}")
+            if not target:
+                continue
+            old = self._name(kind)
+            if old == target:  # pointed at it by a run killed before it tidied up
+                self.catalog.switch_meta({f"rebuilding:{kind}": None})
+                continue
+            self.catalog.switch_meta(
+                {f"collection:{kind}": target, f"retired:{kind}": old, f"rebuilding:{kind}": None}
+            )
+            self._open(old, True).drop()
+            self.catalog.switch_meta({f"retired:{kind}": None})
 
     def warm(self) -> None:
         self.chunks  # noqa: B018 -- opening a collection imports chromadb, the slow part
@@ -171,7 +222,9 @@ class LocalStore(Store):
             self.collection("sentences")
 
     def flush(self) -> None:
-        """Fold the lexical delta into a new base once it has grown (most ingests do not)."""
+        """At the end of a whole run: rebuilt vector indexes replace damaged ones, and the
+        lexical delta is folded into a new base once it has grown (most ingests do not)."""
+        self._finish_rebuilds()
         with said_when_full(self.folder):
             self.lexical_index.compact()
 
