@@ -34,7 +34,7 @@ def test_the_shipped_answer_model_is_reproducible_and_beats_the_score_held_out(
     assert fitted["features"] == shipped["features"] == list(FEATURES)
     for key in ("weights", "mean", "scale"):
         assert fitted[key] == pytest.approx(shipped[key], abs=0.05), key
-    # Held out question by question, the model finds more reference facts in a paper's first
+    # Held out paper by paper, the model finds more reference facts in a paper's first
     # three sentences than the extractive score does, on both splits.
     found = {
         m.group(1): float(m.group(2))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -103,12 +104,14 @@ class Candidate:
 OPENING_PENALTY = 0.15  # an abstract's opening restates the problem; it rarely answers
 
 
-def _best_per_paper(candidates: list[Candidate], *, quoting: bool = False) -> dict[int, float]:
-    """Each paper's best sentence: by relevance (is the paper on topic?), or by score (what
-    would be quoted)."""
+def _best_per_paper(
+    candidates: list[Candidate], by: Literal["relevance", "score", "answer"] = "relevance"
+) -> dict[int, float]:
+    """Each paper's best sentence: by relevance (is the paper on topic?), by score (its
+    closest sentence) or by the answer model's log-odds (its likeliest to state the answer)."""
     best: dict[int, float] = {}
     for cand in candidates:
-        value = cand.score if quoting else cand.relevance
+        value = float(getattr(cand, by))
         best[cand.source] = max(best.get(cand.source, -np.inf), value)
     return best
 
@@ -147,7 +150,7 @@ class ExtractiveProvider(Provider):
         lookup: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
         rarity: Rarity | None = None,
         single_margin: float = 0.05,
-        sentence_margin: float = 0.25,
+        number_margin: float = 0.5,
         min_coverage: float = 0.5,
         confident_similarity: float = 0.45,
         standout: float = 2.0,
@@ -165,7 +168,7 @@ class ExtractiveProvider(Provider):
         # Tuned on the eval set's tune and dev splits (evals/neurips2025.jsonl); the test
         # split is held out (README, "Evals").
         self.single_margin = single_margin  # a paper quoted for a one-paper question
-        self.sentence_margin = sentence_margin  # a sentence, against its paper's best
+        self.number_margin = number_margin  # a sentence with a value, against its paper's best
         self.min_coverage = min_coverage  # IDF share of the asked-for terms the abstract has
         self.confident_similarity = confident_similarity  # ... or a match this close
         self.standout = standout  # ... or a first paper this far ahead of the second in search
@@ -238,8 +241,8 @@ class ExtractiveProvider(Provider):
         if not candidates:
             return []
         papers = self._papers_to_quote(context, _best_per_paper(candidates))
-        best = _best_per_paper(candidates, quoting=True)
-        likeliest = {s: max(c.answer for c in p) for s, p in by_paper(candidates).items()}
+        best = _best_per_paper(candidates, "score")
+        likeliest = _best_per_paper(candidates, "answer")
         floor = -1.0 if context.pinned else self.min_similarity
         eligible = [
             idx
@@ -284,8 +287,8 @@ class ExtractiveProvider(Provider):
         self, candidates: list[Candidate], chosen: list[int], floor: float, best: dict[int, float]
     ) -> list[int]:
         """A question asking "how much" is answered with a number: each quoted paper none of
-        whose quoted sentences gives a value also gets its best sentence that does, when that
-        is within twice the sentence margin of the paper's best."""
+        whose quoted sentences gives a value also gets its best sentence that does, when its
+        score is within the number margin of the paper's best."""
         added = []
         for source in {candidates[i].source for i in chosen}:
             if any(has_value(candidates[i].text) for i in chosen if candidates[i].source == source):
@@ -295,7 +298,7 @@ class ExtractiveProvider(Provider):
                 for i, c in enumerate(candidates)
                 if c.source == source
                 and c.similarity >= floor
-                and c.score >= best[source] - 2 * self.sentence_margin
+                and c.score >= best[source] - self.number_margin
                 and has_value(c.text)
             ]
             if numeric:

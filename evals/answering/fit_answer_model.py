@@ -5,7 +5,8 @@ paraphrase questions, no follow-ups), each sentence of each gold paper the searc
 becomes one row of features, labelled by whether it states one of the question's reference
 facts. Model: L2 logistic regression on standardised features (``assistant.llm.logistic``).
 
-It prints, leave-one-question-out (each question scored by a model fitted without it), the share
+It prints, leaving one paper out (each question scored by a model fitted without any question
+on its gold paper: a question's paraphrase twin would otherwise stay in the fit), the share
 of reference facts found in the first 1, 2 and 3 sentences of the gold paper, in the order of
 the answer model and in the order of the extractive score it replaces. The test split plays no
 part. Needs a store that holds the shipped corpus:
@@ -41,6 +42,7 @@ class Paper:
     """One gold paper of one question: its sentences' features, texts and extractive scores."""
 
     question: str  # the eval item's id
+    paper_id: str
     split: str
     reference: list[str]
     rows: list[list[float]]
@@ -82,6 +84,7 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> list[Paper]:
             papers.append(
                 Paper(
                     item.id,
+                    context.sources[source - 1].paper_id,
                     item.split,
                     list(item.reference),
                     features(item.question, paper),
@@ -100,10 +103,10 @@ def stacked(papers: list[Paper]) -> tuple[np.ndarray, np.ndarray]:
 
 def held_out_found(papers: list[Paper]) -> dict[str, dict[int, list[float]]]:
     """Facts found in the first k sentences, by the extractive score and by the answer model
-    fitted without the question, per split."""
+    fitted without the questions on the paper, per split."""
     out: dict[str, dict[int, list[float]]] = {}
     for paper in papers:
-        model = fit_logistic(*stacked([p for p in papers if p.question != paper.question]), l2=L2)
+        model = fit_logistic(*stacked([p for p in papers if p.paper_id != paper.paper_id]), l2=L2)
         by_model = np.argsort(-model.logit(paper.rows), kind="stable")
         by_score = np.argsort(-np.asarray(paper.scores), kind="stable")
         for k in FIRST:
@@ -122,8 +125,12 @@ def main() -> None:
     with Assistant(store=args.store) as assistant:
         papers = collect(assistant, items)
     sentences = sum(len(p.rows) for p in papers)
-    print(f"{len(papers)} gold papers of {len(items)} questions, {sentences} sentences")
-    print("reference facts in the first 1 / 2 / 3 sentences, leave one question out:")
+    distinct = len({p.paper_id for p in papers})
+    print(
+        f"{len(papers)} question-paper pairs ({distinct} papers) of {len(items)} questions, "
+        f"{sentences} sentences"
+    )
+    print("reference facts in the first 1 / 2 / 3 sentences, leave one paper out:")
     for name, found in sorted(held_out_found(papers).items()):
         print(f"  {name:12} " + " / ".join(f"{np.mean(found[k]):.3f}" for k in FIRST))
     fitted = fit_logistic(*stacked(papers), l2=L2)
