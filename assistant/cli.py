@@ -194,7 +194,7 @@ def ingest(
         if as_json:
             click.echo(json.dumps({**report.to_json(), "store": str(assistant.store_dir)}))
         else:
-            render.ingest_summary(make_console(), report, str(assistant.store_dir))
+            render.ingest_summary(make_console(), report, _place(assistant))
     if not report.ok:
         sys.exit(1)
 
@@ -570,3 +570,11 @@ def calibrate(
 
     settings = load_settings(**llm_overrides(provider, model, base_url))
     runner.print_calibration(make_console(), settings, pairs_file, judge, as_json)
+
+
+def _place(assistant: Assistant) -> str:
+    """Where an ingest wrote: the store folder, or the Chroma server (the folder is its cache)."""
+    cfg = assistant.settings.store
+    if cfg.chroma_url:
+        return f"the Chroma server at {cfg.chroma_url} (collection {cfg.collection})"
+    return str(assistant.store_dir)

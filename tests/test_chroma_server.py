@@ -186,6 +186,10 @@ def test_the_token_is_sent_and_never_printed(
     assert _json(info)["papers"] == 3
     assert guarded.seen and set(guarded.seen) == {f"Bearer {guarded.token}"}
     assert guarded.token not in ingest.stdout + ingest.stderr + info.stdout + info.stderr
+    again = _cli("ingest", str(seeds), *where, collection=collection, env=secret)
+    said = " ".join(again.stdout.split())  # the summary names the server, not the cache folder
+    assert f"into the Chroma server at {guarded.url} (collection {collection}): 0 added" in said
+    assert guarded.token not in again.stdout + again.stderr
 
     wrong = {"ASSISTANT_STORE__CHROMA_TOKEN": "not-the-t0ken"}
     for env, hint in ((wrong, "refused ASSISTANT_STORE__CHROMA_TOKEN"), ({}, "wants a token")):
