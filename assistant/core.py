@@ -24,6 +24,7 @@ from assistant.errors import (
     StoreDamagedError,
     StoreEmptyError,
     StoreMissingError,
+    VectorIndexDamagedError,
 )
 from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.llm.base import Provider
@@ -427,8 +428,15 @@ class Assistant:
         return self.store.health()
 
     def info(self) -> dict[str, Any]:
+        """What the store holds; a vector index Chroma cannot read is one of its problems (the
+        catalog's figures still show), so ``info`` says what ``--repair`` would rebuild."""
         counts = self.store.counts()
-        sizes = self.store.sizes()
+        try:
+            sizes = dict(self.store.sizes())
+            problems = self.health().problems(_store_flags(self.store_dir, self.settings))
+        except VectorIndexDamagedError as exc:
+            sizes = {"vectors": 0, "sentence_vectors": 0, "lexical": 0}
+            problems = [str(exc)]
         return {
             "store": str(self.store_dir.resolve()),
             "default_store": str(default_store()),  # where commands look without --store
@@ -444,7 +452,7 @@ class Assistant:
             "model": self.provider.model,
             "chunker": self._chunker().name,
             "lexical": sizes["lexical"],
-            "problems": self.health().problems(_store_flags(self.store_dir, self.settings)),
+            "problems": problems,
         }
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.corpus import Paper, load_corpus
+from assistant.store.catalog import CATALOG_FILE
 from tests.conftest import ROOT, write_seed
 
 KILLS = int(os.environ.get("ASSISTANT_TEST_KILLS", "200"))
@@ -93,6 +95,11 @@ def exactly(view: dict[str, Any], expected_ids: set[str]) -> None:
     assert sorted(view["lexical"]) == sorted(view["ready"])
 
 
+def ready_ids(store: Path) -> set[str]:
+    with sqlite3.connect(store / CATALOG_FILE) as db:
+        return {r[0] for r in db.execute("SELECT paper_id FROM papers WHERE state = 'ready'")}
+
+
 def lane(
     forker: Forker,
     store: Path,
@@ -135,6 +142,26 @@ def lane(
             return rng.uniform(0.05, 0.85 * longest)
         return rng.uniform(0.9 * writing_from, longest)
 
+    def repair() -> None:
+        """`ingest --repair` (no papers given), half the time of an index damaged as a kill
+        leaves one, killed up to 3 times, then run whole: every paper ready before is ready
+        after, and whole (before: a killed rebuild marked papers pending, and the next --repair
+        took them back)."""
+        before = ready_ids(store)
+        if rng.random() < 0.5:  # the damage a kill leaves 1 time in ~40: a rebuild under kills
+            for pickle in (store / "chroma").glob("*/index_metadata.pickle"):
+                pickle.write_bytes(b"")
+        args = ["ingest", "--repair", "--store", str(store)]
+        for _ in range(rng.randint(0, 3)):
+            reply = forker.ask({"args": args, "delay": rng.uniform(0.05, longest)})
+            states["repair killed"] += reply["killed"]
+        finished = forker.ask({"args": args, "delay": None})
+        assert finished["code"] == 0, finished
+        seen = whole()
+        assert seen["unfinished"] == 0 and before <= set(seen["ready"])
+        whole_for_readers(seen)
+        states["repaired"] += 1
+
     done, current = 0, 1
     while done < kills:
         current = rng.choice([i for i in range(len(sets)) if i != current])  # always work to do
@@ -156,9 +183,13 @@ def lane(
                 seen = view()
                 if seen is None:
                     states["index damaged"] += 1
+                    if rng.random() < 0.5:  # healed by --repair, else by the next ingest
+                        repair()
                     continue
                 whole_for_readers(seen)
                 states[(len(seen["ready"]), seen["unfinished"])] += 1
+            if rng.random() < 0.1:
+                repair()
         finished = forker.ask({"args": args, "delay": None})
         assert finished["code"] == 0, finished
         exactly(whole(), expected)
@@ -193,6 +224,7 @@ def test_ingest_survives_sigkill_at_hundreds_of_points(tmp_path: Path, corpus_pa
     killed = states.pop("killed")
     failed = states.pop("exit 1 after a kill", 0)
     damaged = states.pop("index damaged", 0)  # a kill while Chroma saved an index
+    repairs, repairs_killed = states.pop("repaired", 0), states.pop("repair killed", 0)
     said = [states.pop(k) and k for k in [k for k in states if isinstance(k, str)]]
     assert failed <= 2, said  # rare, and the next run finished the store every time
     assert killed >= KILLS
@@ -202,5 +234,6 @@ def test_ingest_survives_sigkill_at_hundreds_of_points(tmp_path: Path, corpus_pa
     took = time.monotonic() - started
     print(
         f"\n{killed} kills, {len(states)} distinct store states, {damaged} views met an index "
-        f"to rebuild, {took:.0f} s; {said or ''}"
+        f"to rebuild, {repairs} --repair runs ({repairs_killed} kills), {took:.0f} s; "
+        f"{said or ''}"
     )

@@ -64,7 +64,7 @@ class _Guarded:
                         f"disk full writing {self._where}: {said}. Free some space and run the "
                         "command again (what was written before is kept)"
                     ) from exc
-                if self._path is not None and "hnsw" in said.lower():
+                if self._path is not None and _index_unreadable(said):
                     raise VectorIndexDamagedError(_damaged_message(self._where, said)) from exc
                 hint = ""
                 if self._path is None:  # a server: the usual cause is that it went away
@@ -176,8 +176,13 @@ class ChromaVectors:
         return int(self._collection.count())
 
     def check_readable(self) -> None:
-        """A read that loads the vector index: ``VectorIndexDamagedError`` if Chroma cannot."""
-        self._collection.get(limit=1, include=[])
+        """Reads that load the vector index and search it from one of its vectors:
+        ``VectorIndexDamagedError`` if Chroma cannot (a cheap probe, not a full scan)."""
+        got = self._collection.get(limit=1, include=["embeddings"])
+        if len(got["ids"]):
+            self._collection.query(
+                query_embeddings=[got["embeddings"][0]], n_results=10, include=["distances"]
+            )
 
     def drop(self) -> None:
         """Delete this collection of an embedded store, and the index files Chroma leaves behind
@@ -441,12 +446,22 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
         raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
 
 
+# What Chroma says when its HNSW files cannot be loaded (an empty id map: "... hnsw segment
+# reader ...") or hold less than its database says they do (a truncated vector file).
+_UNREADABLE = ("hnsw", "error finding id", "error getting embedding")
+
+
+def _index_unreadable(said: str) -> bool:
+    return any(sign in said.lower() for sign in _UNREADABLE)
+
+
 def _damaged_message(store: str, said: str) -> str:
     return (
-        f"a vector index in {store} cannot be read ({said}): a process was killed while Chroma "
-        "saved it, and Chroma writes its index files in place. The catalog is intact: "
+        f"a vector index in {store} cannot be read ({said}), most often because a process was "
+        "killed while Chroma saved it (Chroma writes its index files in place). The catalog is "
+        "intact: "
         f"`assistant ingest --repair --store {store}` rebuilds the index from it (its papers "
-        "are embedded again), as does the next `assistant ingest` into this store"
+        "are embedded again), as does the next `assistant ingest PATHS` into this store"
     )
 
 

@@ -96,8 +96,15 @@ class LocalStore(Store):
     def write(self, batch: Sequence[PaperVectors]) -> None:
         if not batch:
             return
+        before = self.catalog.states([item.paper.paper_id for item in batch])
+        same = self._unchanged(batch, before)
+        if same:
+            self._refresh(same, before)
+        refreshed = {item.paper.paper_id for item in same}
+        batch = [item for item in batch if item.paper.paper_id not in refreshed]
+        if not batch:
+            return
         ids = [item.paper.paper_id for item in batch]
-        before = self.catalog.states(ids)
         terms = analyze([item.paper.text_for_index for item in batch])
         try:
             self.catalog.mark_pending(
@@ -110,6 +117,34 @@ class LocalStore(Store):
         except Exception as exc:
             self._fail(exc, [pid for pid in ids if pid not in before])
             raise
+
+    def _unchanged(
+        self, batch: Sequence[PaperVectors], before: Mapping[str, tuple[str, str, int]]
+    ) -> list[PaperVectors]:
+        """The papers of a batch the catalog holds ready with these very chunks: their vectors
+        are being written again (lost, or a damaged index rebuilt), not their text."""
+        known = [
+            item
+            for item in batch
+            if item.paper.paper_id in before
+            and before[item.paper.paper_id] == (item.paper.fingerprint, "ready", len(item.chunks))
+        ]
+        texts = self.catalog.chunk_texts([c.chunk_id for item in known for c in item.chunks])
+        return [item for item in known if all(texts.get(c.chunk_id) == c.text for c in item.chunks)]
+
+    def _refresh(
+        self, same: Sequence[PaperVectors], before: Mapping[str, tuple[str, str, int]]
+    ) -> None:
+        """Vectors again for papers whose text is unchanged. They stay ready throughout: a kill
+        leaves some of their vectors missing, which the next run's repair finds and writes, where
+        marking them pending would have had the next run take back papers it was not given."""
+        write_vectors(
+            self.chunks,
+            self.sentences,
+            same,
+            {i.paper.paper_id: before[i.paper.paper_id][2] for i in same},
+        )
+        self.catalog.bump_generation()  # readers open the vectors again
 
     def _fail(self, exc: Exception, new: list[str]) -> None:
         """On a full disk, take back the batch's new papers (readers never saw them: they were
@@ -190,15 +225,27 @@ class LocalStore(Store):
                 self._open(retired, True).drop()
                 self.catalog.switch_meta({f"retired:{kind}": None})
             target = self.catalog.get_meta(f"rebuilding:{kind}")
-            if not target:
-                try:
-                    self.collection(kind).check_readable()
-                    continue
-                except VectorIndexDamagedError:
-                    target = f"{self._names[kind]}-{uuid.uuid4().hex[:8]}"
-                    self.catalog.set_meta(f"rebuilding:{kind}", target)
+            if not target and self._readable(self.collection(kind)):
+                continue
+            rebuilt = self._open(target, True) if target else None
+            if rebuilt is None or not self._readable(rebuilt):
+                # A kill can damage the half-built collection too: it is dropped (unless readers
+                # already read it) and the rebuild starts again in a new one.
+                if rebuilt is not None and target != self._name(kind):
+                    rebuilt.drop()
+                target = f"{self._names[kind]}-{uuid.uuid4().hex[:8]}"
+                self.catalog.set_meta(f"rebuilding:{kind}", target)
+                rebuilt = self._open(target, True)
             with self._lock:
-                self._collections[kind] = self._open(target, True)
+                self._collections[kind] = rebuilt
+
+    @staticmethod
+    def _readable(collection: ChromaVectors) -> bool:
+        try:
+            collection.check_readable()
+            return True
+        except VectorIndexDamagedError:
+            return False
 
     def _finish_rebuilds(self) -> None:
         """After a whole run: readers read the rebuilt collections; the damaged ones go."""
