@@ -240,6 +240,24 @@ def test_the_survey_bar_finds_a_paper_far_below_the_best_sentence(shipped):
     assert len(cited) <= 3
 
 
+def test_a_survey_whose_alternatives_are_spread_over_its_papers_is_answered(shipped):
+    # The likeliest paper alone mentions under half of what is asked (Boolean circuits, not
+    # sorting or shortest paths); with the other paper it would cite, more than half. Before:
+    # refused ("does not mention: train, synthetic, sorting, graph, shortest, paths").
+    answer = shipped.ask(
+        "Which papers train transformers on synthetic algorithmic tasks, such as sorting, graph "
+        "shortest paths or finite automata, to study how they learn or generalize?"
+    )
+    assert not answer.refused
+    cited = {c.label for c in answer.citations}
+    assert {"Expressivity of Transformer models in simulating Boolean circuits"} <= cited
+    assert "Length generalization" in cited
+    # A survey no paper is about is still refused, naming what the papers lack.
+    alphafold = shipped.ask("Which papers use AlphaFold to predict protein structures?")
+    assert alphafold.refused
+    assert any("does not mention: AlphaFold, protein" in w for w in alphafold.warnings)
+
+
 def test_a_follow_up_about_a_pinned_paper_is_refused_when_it_lacks_the_figure(shipped):
     # The conversation pins Wan-Move; before, pinned papers skipped every check and the answer
     # quoted "5-second, 480p videos".

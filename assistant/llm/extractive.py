@@ -25,7 +25,7 @@ instead (``assistant.metadata_questions``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -365,7 +365,12 @@ class ExtractiveProvider(Provider):
             likely = self.survey_probabilities(context, best)
             top = max(likely, key=lambda s: likely[s])  # the paper likeliest to qualify
             uncovered = self._uncovered_topic(context, likely)
-            return uncovered or self._unmentioned(context, candidates, top, named=False)
+            # A survey's alternatives ("sorting, shortest paths or automata") are spread over
+            # the papers it would cite: together they must mention what is asked.
+            cited = {s for s, p in likely.items() if p >= self.survey_bar.include} | {top}
+            return uncovered or self._unmentioned(
+                context, candidates, top, named=False, with_=cited
+            )
         named = _named_sources(context)
         top = min(named) if named else max(best, key=lambda s: best[s])
         missing = self._missing_figure(context, top)
@@ -391,22 +396,31 @@ class ExtractiveProvider(Provider):
         return None
 
     def _unmentioned(
-        self, context: Context, candidates: list[Candidate], top: int, *, named: bool
+        self,
+        context: Context,
+        candidates: list[Candidate],
+        top: int,
+        *,
+        named: bool,
+        with_: Collection[int] = (),
     ) -> str | None:
-        """The paper contains less than ``min_coverage`` of the asked-for terms and, unless the
-        question names it, no sentence matches closely and the search did not find it far ahead
-        of every other paper (a question worded unlike its abstract still finds it first), or
-        did but the question asks "which X" of an abstract that has no X."""
+        """The paper (with the papers ``with_``, read as one text) contains less than
+        ``min_coverage`` of the asked-for terms and, unless the question names it, no sentence
+        matches closely and the search did not find it far ahead of every other paper (a
+        question worded unlike its abstract still finds it first), or did but the question asks
+        "which X" of an abstract that has no X."""
         hit = context.sources[top - 1]
+        read = {top, *with_}
+        text = " ".join(context.sources[s - 1].text for s in sorted(read))
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
-        share = coverage(terms, idf_weights(terms, self.rarity), hit.text)
+        share = coverage(terms, idf_weights(terms, self.rarity), text)
         if share >= self.min_coverage:
             return None
-        similarity = max((c.similarity for c in candidates if c.source == top), default=-1.0)
+        similarity = max((c.similarity for c in candidates if c.source in read), default=-1.0)
         if not named and similarity >= self.confident_similarity:
             return None
-        present = set(analyze([hit.text])[0])
+        present = set(analyze([text])[0])
         # Standing out says which paper is meant, not that it says which X ("which optimizer").
         if (
             not named
@@ -414,8 +428,11 @@ class ExtractiveProvider(Provider):
             and all(t in present for t in asked_kind(context.question))
         ):
             return None
-        missing = surface(context.question, [t for t in terms if t not in present])
-        return f"«{hit.label}», the closest abstract, does not mention: {', '.join(missing)}"
+        missing = ", ".join(surface(context.question, [t for t in terms if t not in present]))
+        if len(read) > 1:
+            labels = " and ".join(f"«{context.sources[s - 1].label}»" for s in sorted(read))
+            return f"{labels}, the likeliest abstracts, do not mention: {missing}"
+        return f"«{hit.label}», the closest abstract, does not mention: {missing}"
 
     def _stands_out(self, context: Context, top: int) -> bool:
         """A one-paper question whose search ranked this paper first, at least ``standout``
