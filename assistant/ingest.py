@@ -120,7 +120,6 @@ class Ingestor:
                 if e.state == "deleting" or (e.state == "pending" and pid not in plan.incoming)
             ]
         )
-        self.store.set_meta("config", self._config_key())
         if loaded.headers and self.store.get_meta("title") is None:
             self.store.set_meta("title", max(set(loaded.headers), key=loaded.headers.count))
 
@@ -135,6 +134,10 @@ class Ingestor:
             done += len(batch)
             if progress:
                 progress(done, total)
+        # Only now: a run cut short while a new chunker rewrote the papers leaves the old
+        # config recorded, so the next run rewrites every paper again rather than keeping a
+        # store that is chunked two ways.
+        self.store.set_meta("config", self._config_key())
 
         # Prune papers whose source is no longer given; never on input that failed to load,
         # where a mistyped or unreadable file would otherwise empty the store.

@@ -110,6 +110,44 @@ def test_interrupted_ingest_is_completed_by_the_next_run(
         assert resumed.info()["papers"] == 5
 
 
+def test_a_chunker_change_cut_short_is_finished_by_the_next_run(
+    tmp_path: Path, small_dir: Path, embedder, monkeypatch: pytest.MonkeyPatch
+):
+    """Before: the new chunker was recorded before the papers were rewritten, so after a run
+    cut short the next saw no change, and the papers not reached kept the old chunks for good
+    (a reviewer's kill: 356 or 615 chunks where a fresh store has 739)."""
+    from assistant.store.local import LocalStore
+
+    def settings(tokens: int):
+        return load_settings(
+            store={"path": tmp_path / "s"},
+            embedding={"papers_per_write": 2},
+            chunking={"chunk_tokens": tokens, "overlap_tokens": 10},
+        )
+
+    with Assistant(settings(200), embedder=embedder) as first:
+        first.ingest([small_dir])
+    write, calls = LocalStore.write, []
+
+    def cut_after_one_batch(self: LocalStore, batch) -> None:
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        write(self, batch)
+
+    with Assistant(settings(40), embedder=embedder) as cut:
+        monkeypatch.setattr(LocalStore, "write", cut_after_one_batch)
+        with pytest.raises(KeyboardInterrupt):
+            cut.ingest([small_dir])
+        monkeypatch.undo()
+    with Assistant(settings(40), embedder=embedder) as resumed:
+        resumed.ingest([small_dir])
+        _consistent(resumed)
+        chunker = resumed._chunker()
+        want = sum(len(chunker.split(p)) for p in resumed.store.catalog.iter_ready())
+        assert resumed.store.catalog.counts()["chunks"] == want
+
+
 def test_store_refuses_a_different_embedder(fresh: Assistant, small_dir: Path, tmp_path: Path):
     fresh.ingest([small_dir / "b.txt"])
 

@@ -30,6 +30,7 @@ from assistant.errors import (
     StoreError,
     VectorIndexDamagedError,
 )
+from assistant.store import hnsw_files
 from assistant.store.base import Filter, Match, paper_of
 
 PAGE = 1000  # records read per request
@@ -89,6 +90,7 @@ class ChromaVectors:
         self.via_core = via_core  # read through Chroma's core: a snapshot of the files
         self._server: tuple[str, str | None, str] | None = None  # url, token, collection name
         self._home: tuple[Path, str] | None = None  # an embedded store's folder, collection name
+        self._files_checked = False
 
     @classmethod
     def open(
@@ -111,7 +113,9 @@ class ChromaVectors:
             if reader is not None:
                 _check_embedder(reader.metadata, collection, embedder_name, url)
                 guarded = _Guarded(reader, str(path.parent), path)
-                return cls(guarded, embedder_name, dim, via_core=True)
+                vectors = cls(guarded, embedder_name, dim, via_core=True)
+                vectors._home = (path, collection)
+                return vectors
         with _opening(path, url, token):
             coll = _client(path, url, token).get_or_create_collection(
                 collection,
@@ -172,17 +176,37 @@ class ChromaVectors:
                 return None
             return _embedder_of(found.metadata)
 
+    @property
+    def name(self) -> str | None:
+        """The collection's name, for an embedded store's."""
+        return self._home[1] if self._home else None
+
     def count(self) -> int:
+        self._check_files()
         return int(self._collection.count())
 
     def check_readable(self) -> None:
         """Reads that load the vector index and search it from one of its vectors:
         ``VectorIndexDamagedError`` if Chroma cannot (a cheap probe, not a full scan)."""
+        self._check_files(thorough=True)
         got = self._collection.get(limit=1, include=["embeddings"])
         if len(got["ids"]):
             self._collection.query(
                 query_embeddings=[got["embeddings"][0]], n_results=10, include=["distances"]
             )
+
+    def _check_files(self, thorough: bool = False) -> None:
+        """Once per handle, before it is read: the files of an index Chroma has saved must be
+        whole (``hnsw_files``), ``thorough``ly before a writer saves into it."""
+        if self._home is None or (self._files_checked and not thorough):
+            return
+        path, name = self._home
+        for segment in hnsw_files.saved_segments(path, name):
+            wrong = hnsw_files.damage(path / segment, thorough=thorough)
+            if wrong:
+                said = f"its saved files in {segment}: {wrong}"
+                raise VectorIndexDamagedError(_damaged_message(str(path.parent), said))
+        self._files_checked = True
 
     def drop(self) -> None:
         """Delete this collection of an embedded store, and the index files Chroma leaves behind
@@ -257,6 +281,7 @@ class ChromaVectors:
                 yield record[0], record[1], dict(record[2] or {})
 
     def _pages(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
+        self._check_files()
         offset = 0
         while True:
             got = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
@@ -278,12 +303,14 @@ class ChromaVectors:
         """Stored vectors by id (ids not in the collection are left out)."""
         if not ids:
             return {}
+        self._check_files()
         got = self._collection.get(ids=list(ids), include=["embeddings"])
         pairs = zip(got["ids"], got["embeddings"], strict=True)
         return {i: np.asarray(v, dtype=np.float32) for i, v in pairs}
 
     def ids(self) -> list[str]:
         """Every chunk id in the collection (for consistency checks)."""
+        self._check_files()
         out: list[str] = []
         offset = 0
         while True:
@@ -297,6 +324,7 @@ class ChromaVectors:
         """The n nearest vectors under the filter. No count first: Chroma returns fewer than n
         when it holds fewer. Distances only: a vector's id names its paper (``paper:N``,
         ``paper:sN``), and reading the metadata of every match costs ten times the search."""
+        self._check_files()
         result = self._collection.query(
             query_embeddings=[vector],
             n_results=n,
@@ -341,6 +369,8 @@ class CoreReader:
             )
             found = bindings.get_collection(name, TENANT, DATABASE)
             reader = cls(bindings, str(found.id), found.metadata)
+            if any(hnsw_files.damage(path / s) for s in hnsw_files.saved_segments(path, name)):
+                return None  # counting would load it (a cut header crashes the process)
             reader.count()
         except Exception:  # any surprise: the client is the path that explains itself
             return None

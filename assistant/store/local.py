@@ -15,18 +15,21 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from assistant.corpus import Paper
 from assistant.diskspace import is_disk_full, said_when_full
-from assistant.errors import DiskFullError, VectorIndexDamagedError
+from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.lexical import analyze
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.segments import SegmentedLexical
+
+T = TypeVar("T")
 
 # (collection name, through the client even if the caller only reads) -> opened collection
 OpenCollection = Callable[[str, bool], ChromaVectors]
@@ -47,9 +50,11 @@ class LocalStore(Store):
         self.keeps_sentences = keeps_sentences
         self._open = open_collection
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
-        self._collections: dict[str, ChromaVectors] = {}
+        self._collections: dict[Kind, ChromaVectors] = {}
         self._read_at: int | None = None  # the catalog's generation when Chroma's core opened
         self._use_client = False  # another writer changed the store: read through the client
+        self._seen = -1  # the catalog's generation when the collections' names were last read
+        self._building: set[Kind] = set()  # kinds this process rebuilds into a new collection
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
@@ -60,15 +65,26 @@ class LocalStore(Store):
         changed the store (one in this process may not have written its index files yet), the
         collections are opened again through the client, which shares that writer's state."""
         with self._lock:
-            if self._read_at is not None and self.catalog.generation != self._read_at:
+            generation = self.catalog.generation
+            if self._read_at is not None and generation != self._read_at:
                 self._collections.clear()
                 self._read_at, self._use_client = None, True
+            elif generation != self._seen:
+                self._forget_replaced()
+            self._seen = generation
             if kind not in self._collections:
                 opened = self._open(self._name(kind), self._use_client)
                 if opened.via_core and self._read_at is None:
                     self._read_at = self.catalog.generation
                 self._collections[kind] = opened
             return self._collections[kind]
+
+    def _forget_replaced(self) -> None:
+        """Drop the handles of collections another process's rebuild has replaced since (a
+        long-lived reader, as `chat` is, would otherwise read a dropped one for good)."""
+        for kind, opened in list(self._collections.items()):
+            if kind not in self._building and opened.name not in (None, self._name(kind)):
+                del self._collections[kind]
 
     @property
     def chunks(self) -> ChromaVectors:
@@ -122,28 +138,40 @@ class LocalStore(Store):
         self, batch: Sequence[PaperVectors], before: Mapping[str, tuple[str, str, int]]
     ) -> list[PaperVectors]:
         """The papers of a batch the catalog holds ready with these very chunks: their vectors
-        are being written again (lost, or a damaged index rebuilt), not their text."""
+        are being written again (lost, or a damaged index rebuilt), not their text. Judged by
+        the stored text and chunks, not the fingerprint, which an older version computed
+        otherwise."""
         known = [
             item
             for item in batch
             if item.paper.paper_id in before
-            and before[item.paper.paper_id] == (item.paper.fingerprint, "ready", len(item.chunks))
+            and before[item.paper.paper_id][1:] == ("ready", len(item.chunks))
         ]
+        stored = self.catalog.papers([item.paper.paper_id for item in known])
         texts = self.catalog.chunk_texts([c.chunk_id for item in known for c in item.chunks])
-        return [item for item in known if all(texts.get(c.chunk_id) == c.text for c in item.chunks)]
+        return [
+            item
+            for item in known
+            if (old := stored.get(item.paper.paper_id)) is not None
+            and (old.title, old.abstract) == (item.paper.title, item.paper.abstract)
+            and all(texts.get(c.chunk_id) == c.text for c in item.chunks)
+        ]
 
     def _refresh(
         self, same: Sequence[PaperVectors], before: Mapping[str, tuple[str, str, int]]
     ) -> None:
         """Vectors again for papers whose text is unchanged. They stay ready throughout: a kill
         leaves some of their vectors missing, which the next run's repair finds and writes, where
-        marking them pending would have had the next run take back papers it was not given."""
+        marking them pending would have had the next run take back papers it was not given.
+        Their records are rewritten after the vectors, as ``update_records`` does: the vectors
+        carry the papers' metadata as given now (a year, a venue, a source changed)."""
         write_vectors(
             self.chunks,
             self.sentences,
             same,
             {i.paper.paper_id: before[i.paper.paper_id][2] for i in same},
         )
+        self.catalog.update_in_place([item.paper for item in same])
         self.catalog.bump_generation()  # readers open the vectors again
 
     def _fail(self, exc: Exception, new: list[str]) -> None:
@@ -238,6 +266,7 @@ class LocalStore(Store):
                 rebuilt = self._open(target, True)
             with self._lock:
                 self._collections[kind] = rebuilt
+                self._building.add(kind)
 
     @staticmethod
     def _readable(collection: ChromaVectors) -> bool:
@@ -253,6 +282,7 @@ class LocalStore(Store):
             target = self.catalog.get_meta(f"rebuilding:{kind}")
             if not target:
                 continue
+            self._building.discard(kind)
             old = self._name(kind)
             if old == target:  # pointed at it by a run killed before it tidied up
                 self.catalog.switch_meta({f"rebuilding:{kind}": None})
@@ -297,7 +327,20 @@ class LocalStore(Store):
     def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
         if kind == "sentences" and not self.keeps_sentences:
             return []
-        return self.collection(kind).query(vector, n, where)
+        return self._read(kind, lambda vectors: vectors.query(vector, n, where))
+
+    def _read(self, kind: Kind, read: Callable[[ChromaVectors], T]) -> T:
+        """A read that a rebuild in another process may overtake: it points readers at the new
+        collection, then drops the old one, which a read begun in between no longer finds.
+        Such a read is made again, once, on the collection readers are pointed at now."""
+        try:
+            return read(self.collection(kind))
+        except StoreError as exc:
+            if "does not exist" not in str(exc):
+                raise
+            with self._lock:
+                self._collections.pop(kind, None)
+            return read(self.collection(kind))
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         index = self.lexical_index
@@ -306,7 +349,9 @@ class LocalStore(Store):
         return index.search(query, n, self.matching(where) if where else None)
 
     def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        return self.sentences.get_vectors(ids) if self.sentences is not None else {}
+        if not self.keeps_sentences:
+            return {}
+        return self._read("sentences", lambda vectors: vectors.get_vectors(ids))
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         return self.lexical_index.document_frequencies(terms)
@@ -333,6 +378,8 @@ class LocalStore(Store):
         }
 
     def health(self) -> Health:
+        for kind in self._kinds():  # every file of a saved index whole, link lists included
+            self.collection(kind).check_readable()
         return examine(self.catalog, self.chunks, self.sentences, self.lexical_index.paper_ids())
 
     def close(self) -> None:
