@@ -560,3 +560,22 @@ def test_a_read_overtaken_by_a_rebuild_is_made_again_on_the_new_collection(
             code, out, err = run_process("ingest", "--repair", "--store", str(store))
             assert code == 0, err
             assert [h.paper_id for h in reader.search("diffusion models", k=3)] == first
+
+
+def test_index_files_of_a_layout_this_code_does_not_know_are_not_judged(saved_index: Path):
+    """Another chromadb (the pin allows 1.x) may save its header otherwise: not knowing it is
+    not a reason to call a store damaged and rebuild it on every run."""
+    from assistant.store import hnsw_files
+
+    segments = hnsw_files.saved_segments(saved_index / "chroma", "abstracts-sentences")
+    assert len(segments) == 1
+    folder = saved_index / "chroma" / segments[0]
+    assert hnsw_files.damage(folder, thorough=True) is None
+    header = (folder / "header.bin").read_bytes()
+    for other in (b"\x02\x00\x00\x00" + header[4:], header + b"\x00" * 8):
+        copy = saved_index.parent / "other-layout"
+        shutil.copytree(folder, copy, dirs_exist_ok=True)
+        (copy / "header.bin").write_bytes(other)
+        assert hnsw_files.damage(copy, thorough=True) is None
+    (copy / "header.bin").write_bytes(header[:50])
+    assert hnsw_files.damage(copy) == "header.bin is 50 bytes, not 100"

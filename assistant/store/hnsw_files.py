@@ -27,6 +27,7 @@ from pathlib import Path
 FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin", "index_metadata.pickle")
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
 _SIZE = struct.Struct("<I")
+_VERSION = 1  # the header's first field in the layout below
 
 
 def saved_segments(path: Path, name: str) -> list[str]:
@@ -52,7 +53,11 @@ def damage(folder: Path, *, thorough: bool = False) -> str | None:
     if missing:
         return f"{', '.join(missing)} gone"
     header = (folder / "header.bin").read_bytes()
+    if len(header) >= 4 and int.from_bytes(header[:4], "little") != _VERSION:
+        return None  # a layout this code does not know (another chromadb): not judged
     if len(header) != _HEADER.size:
+        if len(header) > _HEADER.size:
+            return None
         return f"header.bin is {len(header)} bytes, not {_HEADER.size}"
     fields = _HEADER.unpack(header)
     count, per_element, max_level = fields[3], fields[4], fields[7]
