@@ -367,7 +367,7 @@ class ExtractiveProvider(Provider):
             uncovered = self._uncovered_topic(context, likely)
             # A survey's alternatives ("sorting, shortest paths or automata") are spread over
             # the papers it would cite: together they must mention what is asked.
-            cited = {s for s, p in likely.items() if p >= self.survey_bar.include} | {top}
+            cited = {s for s, p in likely.items() if p >= self.survey_bar.include}
             return uncovered or self._unmentioned(
                 context, candidates, top, named=False, with_=cited
             )

@@ -201,11 +201,9 @@ class ChromaVectors:
         if self._home is None or (self._files_checked and not thorough):
             return
         path, name = self._home
-        for segment in hnsw_files.saved_segments(path, name):
-            wrong = hnsw_files.damage(path / segment, thorough=thorough)
-            if wrong:
-                said = f"its saved files in {segment}: {wrong}"
-                raise VectorIndexDamagedError(_damaged_message(str(path.parent), said))
+        wrong = hnsw_files.collection_damage(path, name, thorough=thorough)
+        if wrong:
+            raise VectorIndexDamagedError(_damaged_message(str(path.parent), wrong))
         self._files_checked = True
 
     def drop(self) -> None:
@@ -369,7 +367,7 @@ class CoreReader:
             )
             found = bindings.get_collection(name, TENANT, DATABASE)
             reader = cls(bindings, str(found.id), found.metadata)
-            if any(hnsw_files.damage(path / s) for s in hnsw_files.saved_segments(path, name)):
+            if hnsw_files.collection_damage(path, name):
                 return None  # counting would load it (a cut header crashes the process)
             reader.count()
         except Exception:  # any surprise: the client is the path that explains itself

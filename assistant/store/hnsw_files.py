@@ -47,6 +47,16 @@ def saved_segments(path: Path, name: str) -> list[str]:
         return []
 
 
+def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str | None:
+    """What is wrong with the files of a collection's saved index (its segment named), or
+    None; ``path``: the store's Chroma folder."""
+    for segment in saved_segments(path, name):
+        wrong = damage(path / segment, thorough=thorough)
+        if wrong:
+            return f"its saved files in {segment}: {wrong}"
+    return None
+
+
 def damage(folder: Path, *, thorough: bool = False) -> str | None:
     """What is wrong with a saved index's files, or None."""
     missing = [file for file in FILES if not (folder / file).is_file()]
