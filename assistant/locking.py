@@ -5,12 +5,23 @@ any way (exit, crash, SIGKILL); a lock is never left behind by a dead run. While
 it, any ``pending`` rows in the catalog are its own; once a new writer has it, any ``pending``
 rows left over are provably from a run that is dead, and recovery may remove them.
 Readers never take the lock: they see only ``ready`` papers.
+
+A second lock, ``index_files``, guards the files of an embedded Chroma store's vector indexes:
+a writer holds it exclusively for each Chroma call that changes them, a reader shares it for
+each call that reads them. Chroma saves an index by rewriting its files in place, and a
+process's first read of a collection applies any write log its index files do not hold yet;
+read while another process saves, the files are half old and half new (a reader crashed, and
+its own save of what it had applied grew ``link_lists.bin`` without bound). Between a
+writer's calls the files are whole, and what is left in the log is less than the count at
+which Chroma saves, so a reader applies it in memory and writes nothing.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +29,10 @@ from pathlib import Path
 from assistant.errors import StoreBusyError, StoreError
 
 LOCK_FILE = "writer.lock"
+INDEX_LOCK_FILE = "vectors.lock"
+INDEX_WAIT_S = 300.0  # longer than any one Chroma call of a writer takes
+
+_held = threading.local()  # the index-files lock folders this thread holds, with their modes
 
 
 def _holder(handle: int) -> str:
@@ -63,3 +78,61 @@ def writer_lock(
         yield
     finally:
         os.close(handle)  # closing the file releases the lock
+
+
+@contextmanager
+def index_files(store_dir: Path, *, exclusive: bool, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the lock on the store's vector-index files for the block: ``exclusive`` to change
+    them, shared to read them. Each holding opens the lock file anew (``flock`` locks belong to
+    the open file), so threads of one process exclude each other as processes do; a block
+    inside one this thread already holds (a read inside a write) takes nothing more."""
+    held: dict[Path, bool] = _held.__dict__.setdefault("folders", {})
+    if store_dir in held:
+        if exclusive and not held[store_dir]:
+            raise RuntimeError("a write to the vector index inside a read of it")
+        yield
+        return
+    handle = _open_lock(store_dir / INDEX_LOCK_FILE)
+    if handle is None:
+        yield
+        return
+    try:
+        _take(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, store_dir, wait_s)
+        held[store_dir] = exclusive
+        try:
+            yield
+        finally:
+            del held[store_dir]
+    finally:
+        os.close(handle)
+
+
+def _open_lock(path: Path) -> int | None:
+    """The lock file, opened; None when it cannot be created or opened (a store folder this
+    user cannot write to, as a shared read-only copy is: no writer of ours can change it)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o644)
+        except OSError:
+            continue
+    return None
+
+
+def _take(handle: int, mode: int, store_dir: Path, wait_s: float | None) -> None:
+    """Take the lock, polling so that a writer stopped in the middle of a call (SIGSTOP, a
+    hung disk) ends in an error that says so instead of a reader that hangs for good."""
+    deadline = time.monotonic() + (INDEX_WAIT_S if wait_s is None else wait_s)
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"another process has held the vector index of {store_dir} for "
+                    f"{INDEX_WAIT_S if wait_s is None else wait_s:.0f} s without finishing; "
+                    "if an `ingest` is stopped (Ctrl-Z), resume or end it, then run this again"
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)

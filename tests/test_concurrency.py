@@ -1,11 +1,17 @@
-"""Two writers on one store, as two users (or two terminals) would run them: real `assistant
-ingest` processes, with the fast hashing embedder so the race is about the store, not the model."""
+"""Two writers on one store, and readers beside a writer, as two users (or two terminals) would
+run them: real `assistant` processes, with the fast hashing embedder so the race is about the
+store, not the model."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import random
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +21,8 @@ from assistant import Assistant, load_settings
 from assistant.chunking import sentences_of
 from assistant.corpus import Paper, load_corpus
 from assistant.embeddings import HashingEmbedder
-from assistant.locking import writer_lock
+from assistant.errors import StoreBusyError
+from assistant.locking import index_files, writer_lock
 from tests.conftest import write_seed
 
 FAST = {
@@ -24,9 +31,11 @@ FAST = {
 }
 
 
-def ingest_process(store: Path, *paths: Path, flags: tuple[str, ...] = ()) -> subprocess.Popen:
+def ingest_process(
+    store: Path, *paths: Path, flags: tuple[str, ...] = (), papers_per_write: int = 4
+) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
-    env.update(FAST)
+    env.update({**FAST, "ASSISTANT_EMBEDDING__PAPERS_PER_WRITE": str(papers_per_write)})
     return subprocess.Popen(
         [sys.executable, "-m", "assistant", "ingest", *map(str, paths), "--store", str(store)]
         + list(flags),
@@ -98,3 +107,126 @@ def test_a_second_writer_waits_or_fails_at_once_with_no_wait(tmp_path: Path, two
     assert waiting.wait(timeout=300) == 0
     assert time.monotonic() - started < 300
     assert_consistent(store, load_corpus([two_files[0]]).papers)
+
+
+def reader_process(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(FAST)
+    return subprocess.run(
+        [sys.executable, "-m", "assistant", *args, "--store", str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def shuffled_copies(path: Path, papers: list[Paper], n: int) -> Path:
+    """n new papers: the corpus's abstracts with their words shuffled, as JSONL."""
+    rng = random.Random(3)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            words = papers[i % len(papers)].abstract.split()
+            rng.shuffle(words)
+            row = {"title": f"Copy {i}", "url": f"https://example.org/{i}", "year": 2025}
+            out.write(json.dumps({**row, "abstract": " ".join(words)}) + "\n")
+    return path
+
+
+def test_readers_during_a_big_ingest_neither_crash_nor_damage_the_store(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """Before the index-files lock (locking.py): `search`/`ask` run while `ingest` added these
+    2,000 papers crashed (SIGSEGV) in each of 3 runs, and after the ingest every command did;
+    readers had saved their own copies of the index over the writer's (link_lists.bin grew
+    without bound in a reviewer's run)."""
+    store = tmp_path / "store"
+    seed = write_seed(tmp_path / "seed.txt", [p.abstract for p in corpus_papers])
+    assert ingest_process(store, seed, papers_per_write=64).wait(timeout=300) == 0
+    big = shuffled_copies(tmp_path / "big.jsonl", corpus_papers, 2000)
+    # Big writes: each adds more vectors than Chroma saves at (1,000), as they do with the
+    # default 64 papers per write once papers have several chunks.
+    writer = ingest_process(store, big, papers_per_write=500)
+    reads: list[subprocess.CompletedProcess[str]] = []
+
+    def read_while_it_writes(verb: str) -> None:
+        while writer.poll() is None:
+            reads.append(reader_process(store, verb, "KV cache eviction for long contexts"))
+
+    readers = [threading.Thread(target=read_while_it_writes, args=(v,)) for v in ("search", "ask")]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    out, err = writer.communicate()
+    assert writer.returncode == 0, err
+    assert len(reads) >= 4, "the ingest ended before readers could meet it"
+    failed = [(r.args[3], r.returncode, r.stderr[-300:]) for r in reads if r.returncode != 0]
+    assert failed == []
+    check = reader_process(store, "info", "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert_consistent(store, load_corpus([seed, big]).papers)
+
+
+def test_a_reader_applies_the_write_log_in_memory_and_writes_no_index_file(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """What the index-files lock relies on (see locking.py): between a writer's calls the log
+    holds fewer entries than Chroma saves at, so a reader opening the store saves nothing.
+    An ingest of 400 papers saves its first thousands of vectors and leaves the rest in the
+    log."""
+    store = tmp_path / "store"
+    source = shuffled_copies(tmp_path / "p.jsonl", corpus_papers, 400)
+    assert ingest_process(store, source).wait(timeout=300) == 0
+    db = sqlite3.connect(store / "chroma" / "chroma.sqlite3")
+    assert db.execute("SELECT count(*) FROM embeddings_queue").fetchone()[0] > 0
+    db.close()
+    before = index_file_digests(store)
+    assert any(name.endswith("link_lists.bin") for name in before)
+    assert reader_process(store, "search", "topic 3").returncode == 0
+    assert reader_process(store, "info", "--check").returncode == 0
+    assert index_file_digests(store) == before
+
+
+def index_file_digests(store: Path) -> dict[str, str]:
+    folder = store / "chroma"
+    return {
+        str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(folder.rglob("*"))
+        if f.is_file() and not f.name.startswith("chroma.sqlite3")
+    }
+
+
+def read_briefly(store: Path, raised: list[Exception]) -> None:
+    try:
+        with index_files(store, exclusive=False, wait_s=0.2):
+            pass
+    except Exception as exc:
+        raised.append(exc)
+
+
+def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    store = tmp_path / "store"
+    seed = write_seed(tmp_path / "seed.txt", [p.abstract for p in corpus_papers[:10]])
+    assert ingest_process(store, seed).wait(timeout=300) == 0
+    with index_files(store, exclusive=True):  # this test process is a writer inside a call
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "assistant", "search", "diffusion", "--store", str(store)],
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}, **FAST},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)
+        assert waiting.poll() is None  # it waits rather than reading half-written files
+        raised: list[Exception] = []
+        other = threading.Thread(target=read_briefly, args=(store, raised))  # not the holder
+        other.start()
+        other.join()
+        assert len(raised) == 1 and isinstance(raised[0], StoreBusyError)
+        assert "held the vector index of" in str(raised[0]) and "Ctrl-Z" in str(raised[0])
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert out.strip()

@@ -504,7 +504,9 @@ def test_a_rebuild_whose_new_index_is_damaged_too_starts_again(saved_index: Path
         "Error executing plan: Internal error: Error getting embedding",
     ],
 )
-def test_what_chroma_says_of_an_index_it_cannot_read_is_told_with_the_remedy(said: str):
+def test_what_chroma_says_of_an_index_it_cannot_read_is_told_with_the_remedy(
+    said: str, tmp_path: Path
+):
     """The first, an empty id map (above); the others, a vector file cut short (a reviewer's
     damage: before, no remedy was named and --repair found nothing to do). A cut file is not a
     case above: where a search lands in the missing part, Chroma's reader can crash the
@@ -517,7 +519,7 @@ def test_what_chroma_says_of_an_index_it_cannot_read_is_told_with_the_remedy(sai
             raise RuntimeError(said)
 
     with pytest.raises(VectorIndexDamagedError, match="ingest --repair --store S"):
-        _Guarded(Failing(), "S", Path("S")).query()
+        _Guarded(Failing(), "S", tmp_path / "S" / "chroma").query()
 
 
 def test_a_reader_kept_open_reads_through_rebuilds_in_another_process(

@@ -27,9 +27,11 @@ from assistant.diskspace import is_disk_full
 from assistant.errors import (
     DiskFullError,
     EmbedderMismatchError,
+    StoreBusyError,
     StoreError,
     VectorIndexDamagedError,
 )
+from assistant.locking import index_files
 from assistant.store import hnsw_files
 from assistant.store.base import Filter, Match, paper_of
 
@@ -57,7 +59,10 @@ class _Guarded:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                return method(*args, **kwargs)
+                with _files_held(self._path, exclusive=name in _CHANGES_FILES):
+                    return method(*args, **kwargs)
+            except StoreBusyError:
+                raise
             except Exception as exc:
                 said = _redact(exc, self._secret)
                 if is_disk_full(exc, self._path):
@@ -76,6 +81,21 @@ class _Guarded:
                 raise StoreError(f"Chroma failed ({name}) in {self._where}: {said}{hint}") from exc
 
         return call
+
+
+# The calls of a collection that change its index files (all others only read them).
+_CHANGES_FILES = frozenset({"add", "upsert", "update", "delete", "modify"})
+
+
+@contextmanager
+def _files_held(path: Path | None, *, exclusive: bool) -> Iterator[None]:
+    """An embedded store's index-files lock (``locking.index_files``) for the block; a
+    server's files are the server's own business."""
+    if path is None:
+        yield
+        return
+    with index_files(path.parent, exclusive=exclusive):
+        yield
 
 
 class ChromaVectors:
@@ -201,7 +221,8 @@ class ChromaVectors:
         if self._home is None or (self._files_checked and not thorough):
             return
         path, name = self._home
-        wrong = hnsw_files.collection_damage(path, name, thorough=thorough)
+        with _files_held(path, exclusive=False):  # not while a writer rewrites them
+            wrong = hnsw_files.collection_damage(path, name, thorough=thorough)
         if wrong:
             raise VectorIndexDamagedError(_damaged_message(str(path.parent), wrong))
         self._files_checked = True
@@ -213,9 +234,9 @@ class ChromaVectors:
         if self._home is None:
             raise StoreError("only a collection of an embedded store is dropped")
         path, name = self._home
-        with _opening(path, None, None):
+        with _files_held(path, exclusive=True), _opening(path, None, None):
             _client(path, None, None).delete_collection(name)
-        _remove_unused_segments(path)
+            _remove_unused_segments(path)
 
     def upsert(
         self,
@@ -352,26 +373,33 @@ class CoreReader:
         if not sqlite.is_file():
             return None
         try:
-            import chromadb_rust_bindings as core
-
-            config = core.SqliteDBConfig(
-                hash_type=core.MigrationHash.MD5,  # the client's default
-                migration_mode=core.MigrationMode.Validate,  # applies no migration
-                url=str(sqlite),
-            )
-            bindings = core.Bindings(
-                allow_reset=False,
-                sqlite_db_config=config,
-                persist_path=str(path),
-                hnsw_cache_size=_hnsw_cache_size(),
-            )
-            found = bindings.get_collection(name, TENANT, DATABASE)
-            reader = cls(bindings, str(found.id), found.metadata)
-            if hnsw_files.collection_damage(path, name):
-                return None  # counting would load it (a cut header crashes the process)
-            reader.count()
+            with _files_held(path, exclusive=False):  # its first read applies the write log
+                return cls._opened(path, name)
+        except StoreBusyError:
+            raise
         except Exception:  # any surprise: the client is the path that explains itself
             return None
+
+    @classmethod
+    def _opened(cls, path: Path, name: str) -> CoreReader | None:
+        import chromadb_rust_bindings as core
+
+        config = core.SqliteDBConfig(
+            hash_type=core.MigrationHash.MD5,  # the client's default
+            migration_mode=core.MigrationMode.Validate,  # applies no migration
+            url=str(path / "chroma.sqlite3"),
+        )
+        bindings = core.Bindings(
+            allow_reset=False,
+            sqlite_db_config=config,
+            persist_path=str(path),
+            hnsw_cache_size=_hnsw_cache_size(),
+        )
+        found = bindings.get_collection(name, TENANT, DATABASE)
+        reader = cls(bindings, str(found.id), found.metadata)
+        if hnsw_files.collection_damage(path, name):
+            return None  # counting would load it (a cut header crashes the process)
+        reader.count()
         return reader
 
     def count(self) -> int:
