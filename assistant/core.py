@@ -429,13 +429,13 @@ class Assistant:
 
     def info(self) -> dict[str, Any]:
         """What the store holds; a vector index Chroma cannot read is one of its problems (the
-        catalog's figures still show), so ``info`` says what ``--repair`` would rebuild."""
+        catalog's figures and the readable indexes' still show; that one's is None), so
+        ``info`` says what ``--repair`` would rebuild."""
         counts = self.store.counts()
+        sizes = dict(self.store.sizes())
         try:
-            sizes = dict(self.store.sizes())
             problems = self.health().problems(_store_flags(self.store_dir, self.settings))
         except VectorIndexDamagedError as exc:
-            sizes = {"vectors": 0, "sentence_vectors": 0, "lexical": 0}
             problems = [str(exc)]
         return {
             "store": str(self.store_dir.resolve()),

@@ -81,7 +81,7 @@ def info_table(console: Console, info: dict[str, Any]) -> None:
     table.add_column()
     for key, value in info.items():
         if key != "problems":  # printed as warnings, one a line
-            table.add_row(key, str(value))
+            table.add_row(key, "unreadable" if value is None else str(value))
     console.print(table)
 
 

@@ -305,6 +305,13 @@ def test_an_index_chroma_cannot_load_is_rebuilt_from_the_catalog(
         assert command[0] != "info" or line.startswith("warning: a vector index")
         assert f"a vector index in {store} cannot be read" in line
         assert f"`assistant ingest --repair --store {store}` rebuilds the index" in line
+    # What can be read is counted; the index that cannot is not shown as empty (before: every
+    # figure 0, the lexical index's too).
+    details = info(store)[1]
+    assert details["lexical"] == details["papers"] == 95
+    assert details["sentence_vectors"] is None and details["vectors"] == details["chunks"]
+    code, out, _ = run("info", "--store", str(store))
+    assert code == 0 and "sentence_vectors  unreadable" in out
 
     source = str(saved_index.parent / "long.txt")
     code, out, err = run(*[source if a == "SOURCE" else a for a in heal], "--store", str(store))

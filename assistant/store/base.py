@@ -195,8 +195,9 @@ class Store(ABC):
         """From the journal: ``papers`` and ``chunks`` ready, ``unfinished`` papers."""
 
     @abstractmethod
-    def sizes(self) -> Mapping[str, int]:
-        """What the indexes hold: ``vectors``, ``sentence_vectors``, ``lexical`` (papers)."""
+    def sizes(self) -> Mapping[str, int | None]:
+        """What the indexes hold: ``vectors``, ``sentence_vectors``, ``lexical`` (papers);
+        None for one that cannot be read."""
 
     @abstractmethod
     def health(self) -> Health:

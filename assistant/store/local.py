@@ -370,10 +370,11 @@ class LocalStore(Store):
     def counts(self) -> dict[str, int]:
         return self.catalog.counts()
 
-    def sizes(self) -> dict[str, int]:
+    def sizes(self) -> dict[str, int | None]:
+        """None for an index Chroma cannot read (not 0: nothing says its vectors are gone)."""
         return {
-            "vectors": self.chunks.count(),
-            "sentence_vectors": self.sentences.count() if self.sentences is not None else 0,
+            "vectors": _count(self.chunks),
+            "sentence_vectors": _count(self.sentences) if self.sentences is not None else 0,
             "lexical": len(self.lexical_index.paper_ids()),
         }
 
@@ -430,6 +431,13 @@ def write_vectors(
         None,
         [metas[item.paper.paper_id] for item in batch for _ in item.sentences],
     )
+
+
+def _count(vectors: ChromaVectors) -> int | None:
+    try:
+        return vectors.count()
+    except VectorIndexDamagedError:
+        return None
 
 
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:

@@ -406,7 +406,7 @@ class ServerStore(Store):
     def counts(self) -> dict[str, int]:
         return self._fresh().counts()
 
-    def sizes(self) -> dict[str, int]:
+    def sizes(self) -> dict[str, int | None]:
         return self._fresh().sizes()
 
     def health(self) -> Health:
