@@ -441,7 +441,7 @@ class Assistant:
             "store": str(self.store_dir.resolve()),
             "default_store": str(default_store()),  # where commands look without --store
             "chroma": self.settings.store.chroma_url or str((self.store_dir / "chroma").resolve()),
-            "collection": self.settings.store.collection,
+            "collection": self._collection_names(),
             "papers": counts["papers"],
             "chunks": counts["chunks"],
             "unfinished": counts["unfinished"],
@@ -454,6 +454,13 @@ class Assistant:
             "lexical": sizes["lexical"],
             "problems": problems,
         }
+
+    def _collection_names(self) -> str:
+        from assistant.store.local import LocalStore
+
+        if isinstance(self.store, LocalStore):
+            return self.store.collection_names()
+        return self.settings.store.collection
 
     def close(self) -> None:
         if self._store is not None and self._store is not self._backend:

@@ -320,6 +320,8 @@ def test_an_index_chroma_cannot_load_is_rebuilt_from_the_catalog(
     code, details, err = info(store)
     assert code == 0 and details["problems"] == [] and details["papers"] == 95, err
     assert len(_index_folders(store)) == 2  # the damaged index's files are gone
+    # The rebuilt index's collection, not the configured one.
+    assert details["collection"].startswith("abstracts, sentences: abstracts-sentences")
     code, out, _ = run("search", "--json", "diffusion", "--store", str(store))
     assert code == 0 and json.loads(out)["hits"]
 

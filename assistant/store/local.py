@@ -241,6 +241,14 @@ class LocalStore(Store):
     def _kinds(self) -> list[Kind]:
         return ["chunks", "sentences"] if self.keeps_sentences else ["chunks"]
 
+    def collection_names(self) -> str:
+        """The Chroma collections readers take vectors from, for ``info`` (a rebuild names a
+        new one): the chunks', then the sentences' where it is not the usual name."""
+        names = self._name("chunks")
+        if self.keeps_sentences and self._name("sentences") != f"{names}-sentences":
+            names += f", sentences: {self._name('sentences')}"
+        return names
+
     def _name(self, kind: Kind) -> str:
         return self.catalog.get_meta(f"collection:{kind}") or self._names[kind]
 
