@@ -168,6 +168,11 @@ def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():
     assert not states_count(
         [["token"]], ["Zipf's law gives $1/k$ for tokens.", "It is one of the best."]
     )
+    # A list marker counts nothing (dev q100, "How many questions do the FreshStack datasets
+    # contain?", was answered from one).
+    steps = "It runs (1) corpus collection and (2) nuggets from community-asked questions."
+    assert not states_count([["question"]], [steps, "and 3) a check of the questions"])
+    assert states_count([["question"]], [steps, "It holds 25 questions (12 topics)."])
 
 
 def test_a_value_is_not_a_label_or_a_year():

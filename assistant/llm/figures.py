@@ -101,8 +101,13 @@ def _value_near(wanted: set[str], sentence: str, window: int = 6) -> bool:
     return any(abs(i - j) <= window for i in at_values for j in at_measures)
 
 
+# A list marker counts nothing: "(1) automatic corpus collection ... (2) nugget generation from
+# community-asked questions" does not say how many questions.
+_LIST_MARKER = re.compile(r"\(\s*\d{1,2}\s*\)|(?<![\w.,(])\d{1,2}\)")
+
+
 def _has_count(sentence: str) -> bool:
-    return bool(_COUNT.search(_MATH.sub(" ", sentence)))
+    return bool(_COUNT.search(_LIST_MARKER.sub(" ", _MATH.sub(" ", sentence))))
 
 
 def counted_terms(question: str) -> list[list[str]]:
