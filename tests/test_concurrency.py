@@ -197,9 +197,9 @@ def index_file_digests(store: Path) -> dict[str, str]:
     }
 
 
-def read_briefly(store: Path, raised: list[Exception]) -> None:
+def read_briefly(store: Path, raised: list[Exception], exclusive: bool = False) -> None:
     try:
-        with index_files(store, exclusive=False, wait_s=0.2):
+        with index_files(store, exclusive=exclusive, wait_s=0.2):
             pass
     except Exception as exc:
         raised.append(exc)
@@ -226,7 +226,15 @@ def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
         other.start()
         other.join()
         assert len(raised) == 1 and isinstance(raised[0], StoreBusyError)
-        assert "held the vector index of" in str(raised[0]) and "Ctrl-Z" in str(raised[0])
+        said = str(raised[0])
+        assert said.startswith("an `ingest` has held the vector index of") and "Ctrl-Z" in said
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
     assert out.strip()
+    # A writer kept waiting names its holder too: a reader (before: the reader's advice).
+    raised.clear()
+    with index_files(store, exclusive=False):
+        writer = threading.Thread(target=read_briefly, args=(store, raised, True))
+        writer.start()
+        writer.join()
+    assert len(raised) == 1 and str(raised[0]).startswith("a reader (`search`, `ask`")
