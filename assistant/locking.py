@@ -121,7 +121,8 @@ def _open_lock(path: Path) -> int | None:
 def _take(handle: int, mode: int, store_dir: Path, wait_s: float | None) -> None:
     """Take the lock, polling so that a holder stopped in the middle of a call (SIGSTOP, a
     hung disk) ends in an error that says who holds it instead of a wait without end."""
-    deadline = time.monotonic() + (INDEX_WAIT_S if wait_s is None else wait_s)
+    limit = INDEX_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + limit
     pause = 0.002
     while True:
         try:
@@ -129,7 +130,6 @@ def _take(handle: int, mode: int, store_dir: Path, wait_s: float | None) -> None
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                waited = INDEX_WAIT_S if wait_s is None else wait_s
                 # Writers exclude one another with the writer lock: a writer waits for readers.
                 holder = (
                     "a reader (`search`, `ask`, `chat`, the API)"
@@ -137,7 +137,7 @@ def _take(handle: int, mode: int, store_dir: Path, wait_s: float | None) -> None
                     else "an `ingest`"
                 )
                 raise StoreBusyError(
-                    f"{holder} has held the vector index of {store_dir} for {waited:.0f} s "
+                    f"{holder} has held the vector index of {store_dir} for {limit:.0f} s "
                     "without finishing; if it is stopped (Ctrl-Z), resume or end it, then run "
                     "this again"
                 ) from None

@@ -135,6 +135,7 @@ class ChromaVectors:
                 guarded = _Guarded(reader, str(path.parent), path)
                 vectors = cls(guarded, embedder_name, dim, via_core=True)
                 vectors._home = (path, collection)
+                vectors._files_checked = True  # CoreReader.open has just checked them
                 return vectors
         with _opening(path, url, token):
             coll = _client(path, url, token).get_or_create_collection(
@@ -374,20 +375,20 @@ class CoreReader:
             return None
         try:
             with _files_held(path, exclusive=False):  # its first read applies the write log
-                return cls._opened(path, name)
+                return cls._opened(path, sqlite, name)
         except StoreBusyError:
             raise
         except Exception:  # any surprise: the client is the path that explains itself
             return None
 
     @classmethod
-    def _opened(cls, path: Path, name: str) -> CoreReader | None:
+    def _opened(cls, path: Path, sqlite: Path, name: str) -> CoreReader | None:
         import chromadb_rust_bindings as core
 
         config = core.SqliteDBConfig(
             hash_type=core.MigrationHash.MD5,  # the client's default
             migration_mode=core.MigrationMode.Validate,  # applies no migration
-            url=str(path / "chroma.sqlite3"),
+            url=str(sqlite),
         )
         bindings = core.Bindings(
             allow_reset=False,
