@@ -30,7 +30,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.llm.focus import is_survey
-from assistant.locking import writer_lock
+from assistant.locking import writer_lock, writer_running
 from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
@@ -433,10 +433,19 @@ class Assistant:
         ``info`` says what ``--repair`` would rebuild."""
         counts = self.store.counts()
         sizes = dict(self.store.sizes())
+        flags = _store_flags(self.store_dir, self.settings)
         try:
-            problems = self.health().problems(_store_flags(self.store_dir, self.settings))
+            problems = self.health().problems(flags)
         except VectorIndexDamagedError as exc:
             problems = [str(exc)]
+        writer = None if self.settings.store.chroma_url else writer_running(self.store_dir)
+        if problems and writer:
+            problems.insert(
+                0,
+                f"an ingest ({writer}) is writing to this store, so what it has not finished "
+                f"shows as disagreement below; run `assistant info --check{flags}` again when "
+                "it has finished",
+            )
         return {
             "store": str(self.store_dir.resolve()),
             "default_store": str(default_store()),  # where commands look without --store

@@ -80,6 +80,23 @@ def writer_lock(
         os.close(handle)  # closing the file releases the lock
 
 
+def writer_running(store_dir: Path) -> str | None:
+    """Who holds the store's writer lock now ("pid N"), or None when no writer does. The lock
+    is tried, not held: a writer starting in that instant waits for it as for any other."""
+    try:
+        handle = os.open(store_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no writer has ever run here
+        return None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(handle)
+        return None
+    finally:
+        os.close(handle)
+
+
 @contextmanager
 def index_files(store_dir: Path, *, exclusive: bool, wait_s: float | None = None) -> Iterator[None]:
     """Hold the lock on the store's vector-index files for the block: ``exclusive`` to change

@@ -238,3 +238,63 @@ def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
         writer.start()
         writer.join()
     assert len(raised) == 1 and str(raised[0]).startswith("a reader (`search`, `ask`")
+
+
+def test_a_long_lived_reader_sees_each_later_ingest_by_another_process(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """A reader kept open (`chat`, the API) beside ingests by other processes. It once saw
+    the first later ingest (it switched to Chroma's client), then none: its copy of the index
+    was loaded once, so later papers were missed and filtered questions about them were told
+    the index was damaged. Found by a reviewer."""
+    from assistant.store import Filter
+
+    store = tmp_path / "store"
+    seed = write_seed(tmp_path / "seed.txt", [p.abstract for p in corpus_papers])
+    assert ingest_process(store, seed).wait(timeout=300) == 0
+    settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
+    with Assistant(settings, embedder=HashingEmbedder()) as reader:
+        assert reader.search("diffusion sampling", k=3)
+        for round_ in range(3):
+            word = f"Quixwalrus{'abc'[round_]}zed"
+            new = tmp_path / f"new{round_}.jsonl"
+            rows = [
+                {
+                    "title": f"{word} estimation, part {j}",
+                    "url": f"https://example.org/{round_}/{j}",
+                    "year": 2023,
+                    "abstract": f"We introduce {word}, a {word} estimator, case {j}. " * 3,
+                }
+                for j in range(2)
+            ]
+            new.write_text("".join(json.dumps(row) + "\n" for row in rows))
+            assert ingest_process(store, new).wait(timeout=300) == 0
+            query = f"{word} estimation"
+            for year in (None, 2023):
+                hits = reader.search(query, k=3, filters={"year": year} if year else None)
+                assert word in (hits[0].paper.title or ""), (round_, year)
+                vector = reader.embedder.embed_query(query)
+                nearest = reader.store.nearest("chunks", vector, 2, Filter(year=year))
+                titles = reader.store.papers([m.paper_id for m in nearest])
+                assert all(word in (p.title or "") for p in titles.values()), (round_, year)
+                assert len(titles) == 2
+
+
+def test_info_says_when_its_disagreements_may_be_a_running_ingests(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """`info --check` run during an ingest once listed that ingest's unfinished papers and
+    not-yet-indexed vectors as if the store were broken."""
+    store = tmp_path / "s"
+    settings = load_settings(store={"path": store})
+    with Assistant(settings, embedder=HashingEmbedder()) as a:
+        a.ingest_papers(corpus_papers[:5])
+        assert a.info()["problems"] == []
+        a.store.catalog.set_state([corpus_papers[0].paper_id], "pending")  # as mid-write
+        alone = a.info()["problems"]
+        assert alone and not alone[0].startswith("an ingest")
+        with writer_lock(store):
+            running = a.info()["problems"]
+        assert running[0].startswith(f"an ingest (pid {os.getpid()}) is writing to this store")
+        assert "again when it has finished" in running[0]
+        assert running[1:] == alone

@@ -11,6 +11,7 @@ import pytest
 
 from assistant import Assistant, Paper, load_settings
 from assistant.embeddings import HashingEmbedder
+from assistant.errors import VectorIndexDamagedError
 from assistant.store import Filter
 from assistant.store.chroma import ChromaVectors, CoreReader
 
@@ -116,22 +117,62 @@ def test_an_assistant_that_read_then_writes_reads_what_it_wrote(
 def test_a_reader_sees_what_another_writer_in_this_process_ingests(
     tmp_path: Path, corpus_papers: list[Paper]
 ):
-    """Each core reader has its own copy of the vector index; a writer in the same process
-    may not have written its index files yet. Once the catalog says the store changed, the
-    reader switches to the client, which shares the writer's state. Found by a reviewer."""
+    """Each core handle holds the vector index as it was when opened; once the catalog says
+    the store changed, the reader opens a fresh one, which reads the files and the write log
+    again. Rounds of 20 papers (over a thousand vectors in all, past the count at which Chroma
+    saves its index) from a writer whose client holds the unsaved rest in memory."""
     settings = load_settings(store={"path": tmp_path / "s"})
     with Assistant(settings, embedder=HashingEmbedder()) as first:
         first.ingest_papers(corpus_papers[:5])
-    target = corpus_papers[40]
-    query = target.abstract[:200]
     reader = Assistant(settings, embedder=HashingEmbedder())
     writer = Assistant(settings, embedder=HashingEmbedder())
     try:
-        assert target.paper_id not in [h.paper_id for h in reader.search(query, k=3)]
-        assert reader.store.chunks.via_core  # type: ignore[attr-defined]
-        writer.ingest_papers([target])
-        assert reader.search(query, k=3)[0].paper_id == target.paper_id
-        assert not reader.store.chunks.via_core  # type: ignore[attr-defined]
+        for start in range(5, 95, 20):
+            batch = corpus_papers[start : start + 20]
+            query = batch[-1].abstract[:200]
+            assert batch[-1].paper_id not in [h.paper_id for h in reader.search(query, k=3)]
+            writer.ingest_papers(batch)
+            vector = reader.embedder.embed_query(query)
+            nearest = reader.store.nearest("chunks", vector, 3, Filter(year=batch[-1].year))
+            assert nearest[0].paper_id == batch[-1].paper_id
+            assert reader.search(query, k=3)[0].paper_id == batch[-1].paper_id
+            assert reader.store.chunks.via_core  # type: ignore[attr-defined]
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_filtered_read_meeting_vectors_newer_than_its_handle_is_made_again(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """A writer upserts a batch's vectors before the catalog marks its papers ready. A reader
+    whose core handle predates them meets their ids in the metadata a filter reads but not in
+    its copy of the index ("Error finding id"), which once read as a damaged index: 5 of 364
+    `search --filter` runs beside an ingest said to run `--repair`. The read is made again on
+    a fresh handle."""
+    from dataclasses import replace
+
+    path = tmp_path / "s"
+    settings = load_settings(store={"path": path})
+    papers = [replace(p, year=2023) for p in corpus_papers[:10]]
+    with Assistant(settings, embedder=HashingEmbedder()) as a:
+        a.ingest_papers(papers[:5])
+    with Assistant(settings, embedder=HashingEmbedder()) as reader:
+        vector = reader.embedder.embed_query(papers[7].abstract[:200])
+        before = reader.store.nearest("chunks", vector, 3, Filter(year=2023))
+        stale = reader.store.chunks
+        assert stale.via_core  # type: ignore[attr-defined]
+        assert papers[7].paper_id not in [m.paper_id for m in before]
+        _, client = _pair(path)  # the writer's upsert, the catalog not told yet
+        embedded = reader.embedder.embed([p.abstract for p in papers[5:]])
+        client.upsert(
+            [f"{p.paper_id}:0" for p in papers[5:]],
+            embedded,
+            None,
+            [p.metadata() for p in papers[5:]],
+        )
+        with pytest.raises(VectorIndexDamagedError, match="Error finding id"):
+            stale.query(vector, 3, Filter(year=2023))
+        after = reader.store.nearest("chunks", vector, 3, Filter(year=2023))
+        assert after[0].paper_id == papers[7].paper_id
+        assert reader.store.chunks is not stale

@@ -562,11 +562,11 @@ def test_a_read_overtaken_by_a_rebuild_is_made_again_on_the_new_collection(
 
     store = tmp_path / "store"
     shutil.copytree(saved_index, store)
-    monkeypatch.setattr(LocalStore, "_forget_replaced", lambda self: None)
+    monkeypatch.setattr(LocalStore, "_forget_stale", lambda self: None)
     settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
     with Assistant(settings) as reader:
         first = [h.paper_id for h in reader.search("diffusion models", k=3)]
-        for _ in range(2):  # the second meets it: the first moves the reader off Chroma's core
+        for _ in range(2):
             _empty_id_map(store)
             code, out, err = run_process("ingest", "--repair", "--store", str(store))
             assert code == 0, err

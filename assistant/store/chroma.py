@@ -8,8 +8,9 @@ The collection records the embedder's name; opening it with another embedder is 
 A command that only reads an embedded store (``search``, ``ask``, ``chat``, ``info``) reads it
 through Chroma's Rust core, the same engine the client drives, without importing the client: that
 import alone takes ~0.9 s of a ~1.6 s ``ask`` (telemetry exporters, an HTTP stack, every
-embedding function). Writers, servers, any store the core cannot read as expected, and readers
-that learn of another writer's changes (``LocalStore.collection``) use the client.
+embedding function). Writers, servers and any store the core cannot read as expected use the
+client. A core handle holds the index as it was when opened; ``LocalStore.collection`` opens a
+fresh one once the store has changed.
 """
 
 from __future__ import annotations

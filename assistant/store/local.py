@@ -34,6 +34,9 @@ T = TypeVar("T")
 # (collection name, through the client even if the caller only reads) -> opened collection
 OpenCollection = Callable[[str, bool], ChromaVectors]
 
+# A read meeting another process's write is made again on a fresh handle, this often at most.
+_READ_ATTEMPTS = 3
+
 
 class LocalStore(Store):
     def __init__(
@@ -51,39 +54,38 @@ class LocalStore(Store):
         self._open = open_collection
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
         self._collections: dict[Kind, ChromaVectors] = {}
-        self._read_at: int | None = None  # the catalog's generation when Chroma's core opened
-        self._use_client = False  # another writer changed the store: read through the client
-        self._seen = -1  # the catalog's generation when the collections' names were last read
+        self._seen = -1  # the catalog's generation, read before the open handles were opened
         self._building: set[Kind] = set()  # kinds this process rebuilds into a new collection
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
     # -- parts, opened when first used --------------------------------------------------------
     def collection(self, kind: Kind) -> ChromaVectors:
-        """A collection, opened when first used. One read through Chroma's core (a read-only
-        caller) sees the vectors as the files hold them; once the catalog says another writer
-        changed the store (one in this process may not have written its index files yet), the
-        collections are opened again through the client, which shares that writer's state."""
+        """A collection, opened when first used, and opened again once the catalog says the
+        store changed since (its generation moved). A read-only caller reads through Chroma's
+        core, and each such handle holds the vector index as it was when opened: Chroma loads
+        a process's copy at its first read only, while the metadata a filter reads is always
+        current, so a stale copy misses new papers and fails a filtered read ("Error finding
+        id"). A new handle is a new Chroma system, which reads the files and the write log
+        afresh. The generation is read before opening, so a write that lands during the open
+        makes the next call open again."""
         with self._lock:
             generation = self.catalog.generation
-            if self._read_at is not None and generation != self._read_at:
-                self._collections.clear()
-                self._read_at, self._use_client = None, True
-            elif generation != self._seen:
-                self._forget_replaced()
+            if generation != self._seen:
+                self._forget_stale()
             self._seen = generation
             if kind not in self._collections:
-                opened = self._open(self._name(kind), self._use_client)
-                if opened.via_core and self._read_at is None:
-                    self._read_at = self.catalog.generation
-                self._collections[kind] = opened
+                self._collections[kind] = self._open(self._name(kind), False)
             return self._collections[kind]
 
-    def _forget_replaced(self) -> None:
-        """Drop the handles of collections another process's rebuild has replaced since (a
-        long-lived reader, as `chat` is, would otherwise read a dropped one for good)."""
+    def _forget_stale(self) -> None:
+        """Drop the handles a change may have outdated: every handle read through Chroma's core
+        (a snapshot), and client handles of collections another process's rebuild has replaced
+        (a long-lived reader, as `chat` is, would otherwise read a dropped one for good). A
+        client handle otherwise shares its process's writer's state, and is kept."""
         for kind, opened in list(self._collections.items()):
-            if kind not in self._building and opened.name not in (None, self._name(kind)):
+            replaced = kind not in self._building and opened.name not in (None, self._name(kind))
+            if opened.via_core or replaced:
                 del self._collections[kind]
 
     @property
@@ -338,17 +340,27 @@ class LocalStore(Store):
         return self._read(kind, lambda vectors: vectors.query(vector, n, where))
 
     def _read(self, kind: Kind, read: Callable[[ChromaVectors], T]) -> T:
-        """A read that a rebuild in another process may overtake: it points readers at the new
-        collection, then drops the old one, which a read begun in between no longer finds.
-        Such a read is made again, once, on the collection readers are pointed at now."""
-        try:
-            return read(self.collection(kind))
-        except StoreError as exc:
-            if "does not exist" not in str(exc):
-                raise
+        """A read that another process's write may overtake, made again on a fresh handle:
+        - a rebuild points readers at the new collection, then drops the old one, which a read
+          begun in between no longer finds;
+        - an ingest adds vectors after a core handle was opened (the catalog may not say so
+          yet: it marks papers ready after their vectors are written), and a filtered read
+          meets ids that handle's copy of the index lacks, which Chroma reports as an
+          unreadable index. A fresh handle reads them; a damaged index fails it too."""
+        for attempt in range(_READ_ATTEMPTS):
+            opened = self.collection(kind)
+            try:
+                return read(opened)
+            except VectorIndexDamagedError:
+                if not opened.via_core or attempt == _READ_ATTEMPTS - 1:
+                    raise
+            except StoreError as exc:
+                if "does not exist" not in str(exc) or attempt > 0:
+                    raise
             with self._lock:
-                self._collections.pop(kind, None)
-            return read(self.collection(kind))
+                if self._collections.get(kind) is opened:
+                    del self._collections[kind]
+        raise AssertionError("unreachable")
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         index = self.lexical_index
@@ -394,7 +406,7 @@ class LocalStore(Store):
     def close(self) -> None:
         self.catalog.close()
         self._collections.clear()
-        self._read_at, self._use_client = None, False
+        self._seen = -1
         self._lexical = None
 
 
