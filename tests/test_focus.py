@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from assistant.answer import CANNOT_ANSWER
-from assistant.llm.figures import has_value, measured_terms, states_count, states_value
+from assistant.llm.figures import (
+    counts_without_naming,
+    has_value,
+    measured_terms,
+    states_count,
+    states_value,
+)
 from assistant.llm.focus import asked_terms, coverage, idf_weights, is_survey, surface
 from assistant.llm.survey import SurveyBar, shipped_bar
 
@@ -175,6 +181,22 @@ def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():
     assert states_count([["question"]], [steps, "It holds 25 questions (12 topics)."])
 
 
+def test_which_three_things_is_answered_by_naming_them_not_by_counting_them():
+    question = "Which three open-source LLMs does GeCCo use?"
+    counted = "We benchmark it using three open-source LLMs, spanning different model sizes."
+    assert counts_without_naming(question, ["GeCCo prompts an LLM.", counted])
+    listed = "We use three open-source LLMs: Llama, Qwen and Gemma."
+    assert not counts_without_naming(question, [listed])
+    names = "Our models are Llama-3-8B, Qwen2.5-7B and Gemma-2."
+    assert not counts_without_naming(question, [counted, names])
+    # Not restated, so not judged: the names may be words the question does not use.
+    mcd = "MCD integrates a pretrained language model with an evil model and a truthful model."
+    assert not counts_without_naming("Which three models does MCD combine?", [mcd])
+    schemes = "We analyze two frequently used regularization schemes: (1) explicit l2 ..."
+    assert not counts_without_naming("Which two regularization schemes are shown?", [schemes])
+    assert not counts_without_naming("How many LLMs does GeCCo use?", [counted])
+
+
 def test_a_value_is_not_a_label_or_a_year():
     assert has_value("GPLQ is 100x faster than QAT.") and has_value("up to 2.19× speedup")
     assert has_value("reduces NFE by up to 30%")
@@ -218,6 +240,12 @@ def test_a_measured_value_needs_the_measure_and_a_number_in_one_sentence():
             "By what percentage does EPIC reduce computational cost compared with standard "
             "aggregation methods?",
             "gives no figures",
+        ),
+        # GeCCo's abstract says "using three open-source LLMs, spanning different model
+        # sizes"; before: that sentence answered "which three".
+        (
+            "Which three open-source LLMs does GeCCo use to generate cognitive models?",
+            "counts three open-source LLMs but names none",
         ),
     ],
 )

@@ -39,9 +39,11 @@ from assistant.lexical import analyze
 from assistant.llm.answering import AnswerModel, log_odds, shipped_model
 from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.figures import (
+    asked_to_name,
     asks_figure,
     asks_quantity,
     counted_terms,
+    counts_without_naming,
     has_value,
     measured_terms,
     measures,
@@ -380,7 +382,8 @@ class ExtractiveProvider(Provider):
         return self._unmentioned(context, candidates, top, named=bool(named) or context.pinned)
 
     def _missing_figure(self, context: Context, top: int) -> str | None:
-        """The count, measured value or figure the question asks for, which the paper lacks."""
+        """The count, measured value, figure or names the question asks for, which the paper
+        lacks."""
         question, hit = context.question, context.sources[top - 1]
         sentences = sentences_of(hit.paper)  # the candidates' sentences are among these
         counted = counted_terms(question)
@@ -393,6 +396,10 @@ class ExtractiveProvider(Provider):
         if measured and not states_value(measured, sentences):
             things = " or ".join(measures(question))
             return f"«{hit.label}», the closest abstract, gives no value of {things}"
+        asked = asked_to_name(question)
+        if asked and counts_without_naming(question, sentences):
+            count, named = asked
+            return f"«{hit.label}», the closest abstract, counts {count} {named} but names none"
         return None
 
     def _unmentioned(

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from assistant.lexical import analyze
 from assistant.llm.focus import asking_terms
@@ -155,3 +155,60 @@ def states_value(measured: list[str], sentences: Iterable[str]) -> bool:
     BLEU score" names the measure but gives none)."""
     wanted = set(measured)
     return not wanted or any(_value_near(wanted, s) for s in sentences)
+
+
+# "Which three open-source LLMs does X use?": the things asked to be named, and how many.
+_WHICH_COUNT = re.compile(
+    r"\bwhich\s+(two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+"
+    r"((?:[\w-]+\s+){0,3}?[\w-]+)(?=\s+(?:does|do|did|are|were|is|was|can|could|has|have|had|"
+    r"serve|served)\b|\s*\?)",
+    re.IGNORECASE,
+)
+# What opens a list after "three open-source LLMs": "...: A, B and C", "(A, B, C)", "namely".
+_LIST_OPENER = re.compile(
+    r"^\W{0,2}(?::|\(|--|\u2014|\u2013|namely\b|including\b|such as\b|i\.e\.|e\.g\.|viz\.)",
+    re.IGNORECASE,
+)
+# A name: a word with a capital after its first letter or with letters and digits ("GeCCo",
+# "Llama-3", "GPT-4o", "Qwen2.5"), not an acronym's plural alone ("LLMs").
+_NAME = re.compile(r"\b(?=[\w.-]*(?:[a-z][A-Z]|[A-Za-z]-?\d|\d[A-Za-z]))[\w.-]{3,}\b")
+
+
+def asked_to_name(question: str) -> tuple[str, str] | None:
+    """ "Which three open-source LLMs does GeCCo use?" -> ("three", "open-source LLMs"): things
+    the question asks to be named, with how many; None for any other question."""
+    match = _WHICH_COUNT.search(question)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def counts_without_naming(question: str, sentences: Iterable[str]) -> bool:
+    """The abstract restates the count the question gives ("using three open-source LLMs,
+    spanning ...") and names none of them: no such sentence goes on to list them, and no
+    sentence holds two names the question does not. An abstract that never restates the count
+    is not judged (it may name them in other words: "an evil model and a truthful model")."""
+    asked = asked_to_name(question)
+    head = analyze([asked[1]])[0][-1:] if asked else []
+    if not asked or not head:
+        return False
+    sentences = list(sentences)
+    lists = [listed for s in sentences for listed in _restated(asked[0], head[0], s)]
+    if not lists or any(lists):
+        return False
+    known = {w.lower() for w in re.findall(r"[\w.-]+", question)}
+    return not any(
+        len({n for n in _NAME.findall(s) if n.lower() not in known}) >= 2 for s in sentences
+    )
+
+
+def _restated(count: str, head: str, sentence: str) -> Iterator[bool]:
+    """For each place the sentence says the count with the thing counted within four words
+    ("three open-source LLMs"): whether a list follows it."""
+    words = list(re.finditer(r"\S+", sentence))
+    for i, word in enumerate(words):
+        if word.group().lower().strip("(,;") != count.lower():
+            continue
+        for later in words[i + 1 : i + 5]:
+            if head in analyze([later.group()])[0]:
+                end = later.start() + len(later.group().rstrip(":;,(\u2014\u2013"))
+                yield bool(_LIST_OPENER.match(sentence[end:]))
+                break
