@@ -30,7 +30,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.llm.focus import is_survey
-from assistant.locking import writer_lock, writer_running
+from assistant.locking import index_files, writer_lock, writer_running
 from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
@@ -289,7 +289,10 @@ class Assistant:
             # Whatever this process opened before it held the lock may predate another
             # writer's changes: open the store afresh under the lock.
             self.close()
-            moved = move_aside(self.store_dir) if rebuild else None
+            moved = None
+            if rebuild:  # not while a reader reads the index files being moved
+                with index_files(self.store_dir, exclusive=True):
+                    moved = move_aside(self.store_dir)
             self._may_create = True
             store = self.store  # settles the embedder (``_follow_store``)
             self.embedder.prepare()  # before the lease, which opens a server's collections

@@ -142,6 +142,34 @@ def test_truncated_catalog_is_one_line_with_the_remedy(store: Path, sources: Pat
     assert info(store)[0] == 0
 
 
+def test_a_rebuild_moves_no_index_file_while_a_reader_reads_it(store: Path, sources: Path):
+    """--rebuild moves the store's files aside; a reader inside a Chroma call holds the index
+    files' lock (locking.index_files), and the move waits for it."""
+    import time
+
+    from assistant.locking import index_files
+
+    (store / "catalog.sqlite3").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env["ASSISTANT_EMBEDDING__PROVIDER"] = "hashing"
+    command = [sys.executable, "-m", "assistant", "ingest", "--rebuild", str(sources)]
+    with index_files(store, exclusive=False):
+        rebuild = subprocess.Popen(
+            [*command, "--store", str(store)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)
+        assert rebuild.poll() is None
+        assert not list(store.parent.glob("store.damaged-*")) and (store / "chroma").is_dir()
+    out, err = rebuild.communicate(timeout=120)
+    assert rebuild.returncode == 0, err
+    assert len(list(store.parent.glob("store.damaged-*"))) == 1
+    assert "20 added" in " ".join(out.split())
+
+
 def test_garbage_catalog_is_one_line(store: Path):
     (store / "catalog.sqlite3").write_bytes(b"not a database at all\n" * 500)
     code, _, err = run("search", "cache", "--store", str(store))
