@@ -19,6 +19,7 @@ which Chroma saves, so a reader applies it in memory and writes nothing.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,9 @@ from assistant.errors import StoreBusyError, StoreError
 LOCK_FILE = "writer.lock"
 INDEX_LOCK_FILE = "vectors.lock"
 INDEX_WAIT_S = 300.0  # longer than any one Chroma call of a writer takes
+INDEX_NOTICE_S = 5.0  # a wait this long is said (on stderr, through logging's last resort)
+
+_log = logging.getLogger(__name__)
 
 _held = threading.local()  # the index-files lock folders this thread holds, with their modes
 
@@ -139,20 +143,27 @@ def _take(handle: int, mode: int, store_dir: Path, wait_s: float | None) -> None
     """Take the lock, polling so that a holder stopped in the middle of a call (SIGSTOP, a
     hung disk) ends in an error that says who holds it instead of a wait without end."""
     limit = INDEX_WAIT_S if wait_s is None else wait_s
-    deadline = time.monotonic() + limit
-    pause = 0.002
+    started = time.monotonic()
+    pause, told = 0.002, False
+    # Writers exclude one another with the writer lock: a writer waits for readers.
+    holder = (
+        "a reader (`search`, `ask`, `chat`, the API)" if mode == fcntl.LOCK_EX else "an `ingest`"
+    )
     while True:
         try:
             fcntl.flock(handle, mode | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                # Writers exclude one another with the writer lock: a writer waits for readers.
-                holder = (
-                    "a reader (`search`, `ask`, `chat`, the API)"
-                    if mode == fcntl.LOCK_EX
-                    else "an `ingest`"
+            waited = time.monotonic() - started
+            if waited >= INDEX_NOTICE_S and not told:
+                told = True
+                _log.warning(
+                    "waiting for %s to finish its call on the vector index of %s (up to %.0f s)",
+                    holder,
+                    store_dir,
+                    limit,
                 )
+            if waited >= limit:
                 raise StoreBusyError(
                     f"{holder} has held the vector index of {store_dir} for {limit:.0f} s "
                     "without finishing; if it is stopped (Ctrl-Z), resume or end it, then run "

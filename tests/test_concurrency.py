@@ -22,7 +22,7 @@ from assistant.chunking import sentences_of
 from assistant.corpus import Paper, load_corpus
 from assistant.embeddings import HashingEmbedder
 from assistant.errors import StoreBusyError
-from assistant.locking import index_files, writer_lock
+from assistant.locking import INDEX_NOTICE_S, index_files, writer_lock
 from tests.conftest import write_seed
 
 FAST = {
@@ -219,7 +219,7 @@ def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(3)
+        time.sleep(INDEX_NOTICE_S + 1.5)
         assert waiting.poll() is None  # it waits rather than reading half-written files
         raised: list[Exception] = []
         other = threading.Thread(target=read_briefly, args=(store, raised))  # not the holder
@@ -231,6 +231,7 @@ def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
     assert out.strip()
+    assert f"waiting for an `ingest` to finish its call on the vector index of {store}" in err
     # A writer kept waiting names its holder too: a reader (before: the reader's advice).
     raised.clear()
     with index_files(store, exclusive=False):
