@@ -285,22 +285,40 @@ class Assistant:
             # A model that cannot be loaded (or made, for --fast) fails before a store exists
             # that records it as the store's embedder.
             self.embedder.prepare()
-        with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
-            # Whatever this process opened before it held the lock may predate another
-            # writer's changes: open the store afresh under the lock.
-            self.close()
-            moved = None
-            if rebuild:  # not while a reader reads the index files being moved
-                with index_files(self.store_dir, exclusive=True):
-                    moved = move_aside(self.store_dir)
-            self._may_create = True
-            store = self.store  # settles the embedder (``_follow_store``)
-            self.embedder.prepare()  # before the lease, which opens a server's collections
-            # Writers on other machines: the store's own guard (a lease on a Chroma server).
-            with store.writer(wait, on_wait), said_when_full(self.store_dir):
-                report = self._ingestor().run(loaded, prune=prune, progress=progress)
-            report.moved_aside = str(moved) if moved else None
-            return report
+        try:
+            with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
+                return self._write_locked(loaded, prune, progress, wait, on_wait, rebuild)
+        finally:
+            if not server:
+                # Later reads go through Chroma's core again, which opens a fresh copy of the
+                # index after another process's write; the client this write used would not.
+                self.close()
+                self._may_create = False
+
+    def _write_locked(
+        self,
+        loaded: LoadResult,
+        prune: bool,
+        progress: Progress | None,
+        wait: bool,
+        on_wait: Callable[[str], None] | None,
+        rebuild: bool,
+    ) -> IngestReport:
+        """The write, under the writer lock. Whatever this process opened before it held the
+        lock may predate another writer's changes: the store is opened afresh."""
+        self.close()
+        moved = None
+        if rebuild:  # not while a reader reads the index files being moved
+            with index_files(self.store_dir, exclusive=True):
+                moved = move_aside(self.store_dir)
+        self._may_create = True
+        store = self.store  # settles the embedder (``_follow_store``)
+        self.embedder.prepare()  # before the lease, which opens a server's collections
+        # Writers on other machines: the store's own guard (a lease on a Chroma server).
+        with store.writer(wait, on_wait), said_when_full(self.store_dir):
+            report = self._ingestor().run(loaded, prune=prune, progress=progress)
+        report.moved_aside = str(moved) if moved else None
+        return report
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

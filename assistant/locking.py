@@ -86,7 +86,8 @@ def writer_lock(
 
 def writer_running(store_dir: Path) -> str | None:
     """Who holds the store's writer lock now ("pid N"), or None when no writer does. The lock
-    is tried, not held: a writer starting in that instant waits for it as for any other."""
+    is tried, not held: a writer starting in that instant waits for it as for any other (an
+    `ingest --no-wait` is told the store is busy)."""
     try:
         handle = os.open(store_dir / LOCK_FILE, os.O_RDONLY)
     except OSError:  # no writer has ever run here

@@ -23,6 +23,7 @@ from assistant.corpus import Paper
 from assistant.diskspace import is_disk_full, said_when_full
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.lexical import analyze
+from assistant.locking import index_files
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors
@@ -33,9 +34,6 @@ T = TypeVar("T")
 
 # (collection name, through the client even if the caller only reads) -> opened collection
 OpenCollection = Callable[[str, bool], ChromaVectors]
-
-# A read meeting another process's write is made again on a fresh handle, this often at most.
-_READ_ATTEMPTS = 3
 
 
 class LocalStore(Store):
@@ -340,27 +338,27 @@ class LocalStore(Store):
         return self._read(kind, lambda vectors: vectors.query(vector, n, where))
 
     def _read(self, kind: Kind, read: Callable[[ChromaVectors], T]) -> T:
-        """A read that another process's write may overtake, made again on a fresh handle:
+        """A read that another process's write may overtake, made again, once, on a fresh
+        handle opened and read under the index-files lock, which no write can overtake:
         - a rebuild points readers at the new collection, then drops the old one, which a read
           begun in between no longer finds;
         - an ingest adds vectors after a core handle was opened (the catalog may not say so
           yet: it marks papers ready after their vectors are written), and a filtered read
           meets ids that handle's copy of the index lacks, which Chroma reports as an
-          unreadable index. A fresh handle reads them; a damaged index fails it too."""
-        for attempt in range(_READ_ATTEMPTS):
-            opened = self.collection(kind)
-            try:
-                return read(opened)
-            except VectorIndexDamagedError:
-                if not opened.via_core or attempt == _READ_ATTEMPTS - 1:
-                    raise
-            except StoreError as exc:
-                if "does not exist" not in str(exc) or attempt > 0:
-                    raise
+          unreadable index. A damaged index fails the second read too."""
+        opened = self.collection(kind)
+        try:
+            return read(opened)
+        except VectorIndexDamagedError:
+            if not opened.via_core:
+                raise
+        except StoreError as exc:
+            if "does not exist" not in str(exc):
+                raise
+        with index_files(self.folder, exclusive=False):
             with self._lock:
-                if self._collections.get(kind) is opened:
-                    del self._collections[kind]
-        raise AssertionError("unreachable")
+                self._collections.pop(kind, None)  # whichever handle: one opened now
+            return read(self.collection(kind))
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         index = self.lexical_index
