@@ -212,7 +212,9 @@ class Assistant:
         One writer at a time: while another process ingests into the same store, this waits
         (telling ``on_wait`` why), or raises ``StoreBusyError`` when ``wait`` is False.
         ``rebuild`` first moves the store's files aside (see ``IngestReport.moved_aside``) and
-        builds it anew from ``paths``: the remedy for a damaged catalog."""
+        builds it anew from ``paths``: the remedy for a damaged catalog. Other threads must not
+        read through this Assistant meanwhile (the write opens the store afresh under them);
+        give them an Assistant of their own."""
         chosen = [Path(p) for p in paths] if paths else list(self.settings.corpus.default_paths)
         loaded = stream_corpus(chosen, max_chars=self.settings.corpus.max_abstract_chars)
         return self._write(loaded, prune, progress, wait, on_wait, rebuild)
@@ -265,6 +267,38 @@ class Assistant:
             self._may_create = True
             return self._ingestor().run(loaded, prune=prune, progress=progress)
         server = bool(self.settings.store.chroma_url)
+        nothing = self._nothing_to_write(loaded, rebuild, server)
+        if nothing is not None:
+            return nothing
+        try:
+            with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
+                # Whatever this process opened before it held the lock may predate another
+                # writer's changes: open the store afresh under the lock.
+                self.close()
+                moved = None
+                if rebuild:  # not while a reader reads the index files being moved
+                    with index_files(self.store_dir, exclusive=True):
+                        moved = move_aside(self.store_dir)
+                self._may_create = True
+                store = self.store  # settles the embedder (``_follow_store``)
+                self.embedder.prepare()  # before the lease, which opens a server's collections
+                # Writers on other machines: the store's own guard (a lease on a Chroma server).
+                with store.writer(wait, on_wait), said_when_full(self.store_dir):
+                    report = self._ingestor().run(loaded, prune=prune, progress=progress)
+                report.moved_aside = str(moved) if moved else None
+                return report
+        finally:
+            if not server:
+                # Later reads go through Chroma's core again, which opens a fresh copy of the
+                # index after another process's write; the client this write used would not.
+                self._may_create = False
+                self._read_vectors_afresh()
+
+    def _nothing_to_write(
+        self, loaded: LoadResult, rebuild: bool, server: bool
+    ) -> IngestReport | None:
+        """The report of a write that creates nothing, or None; raises for a rebuild that
+        does not apply. A new store's embedder is made ready before a store records it."""
         new_store = not server and not (self.store_dir / CATALOG_FILE).exists()
         if new_store and next(loaded.stream(), None) is None:
             # Nothing to write and no store yet: creating an empty one would only make the next
@@ -285,40 +319,7 @@ class Assistant:
             # A model that cannot be loaded (or made, for --fast) fails before a store exists
             # that records it as the store's embedder.
             self.embedder.prepare()
-        try:
-            with writer_lock(self.store_dir, wait=wait, on_wait=on_wait):
-                return self._write_locked(loaded, prune, progress, wait, on_wait, rebuild)
-        finally:
-            if not server:
-                # Later reads go through Chroma's core again, which opens a fresh copy of the
-                # index after another process's write; the client this write used would not.
-                self.close()
-                self._may_create = False
-
-    def _write_locked(
-        self,
-        loaded: LoadResult,
-        prune: bool,
-        progress: Progress | None,
-        wait: bool,
-        on_wait: Callable[[str], None] | None,
-        rebuild: bool,
-    ) -> IngestReport:
-        """The write, under the writer lock. Whatever this process opened before it held the
-        lock may predate another writer's changes: the store is opened afresh."""
-        self.close()
-        moved = None
-        if rebuild:  # not while a reader reads the index files being moved
-            with index_files(self.store_dir, exclusive=True):
-                moved = move_aside(self.store_dir)
-        self._may_create = True
-        store = self.store  # settles the embedder (``_follow_store``)
-        self.embedder.prepare()  # before the lease, which opens a server's collections
-        # Writers on other machines: the store's own guard (a lease on a Chroma server).
-        with store.writer(wait, on_wait), said_when_full(self.store_dir):
-            report = self._ingestor().run(loaded, prune=prune, progress=progress)
-        report.moved_aside = str(moved) if moved else None
-        return report
+        return None
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
@@ -491,6 +492,15 @@ class Assistant:
         if isinstance(self.store, LocalStore):
             return self.store.collection_names()
         return self.settings.store.collection
+
+    def _read_vectors_afresh(self) -> None:
+        """The open store's vector handles are opened again when next read (the catalog and
+        the lexical index stay: threads may be reading through them)."""
+        from assistant.store.local import LocalStore
+
+        with self._wiring:
+            if isinstance(self._store, LocalStore) and self._store is not self._backend:
+                self._store.forget_vectors()
 
     def close(self) -> None:
         if self._store is not None and self._store is not self._backend:

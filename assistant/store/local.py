@@ -86,6 +86,13 @@ class LocalStore(Store):
             if opened.via_core or replaced:
                 del self._collections[kind]
 
+    def forget_vectors(self) -> None:
+        """Drop every collection handle (a write has ended: reads open them anew, read-only)."""
+        with self._lock:
+            self._collections.clear()
+            self._building.clear()
+            self._seen = -1
+
     @property
     def chunks(self) -> ChromaVectors:
         return self.collection("chunks")
