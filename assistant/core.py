@@ -460,8 +460,9 @@ class Assistant:
             problems = self.health().problems(flags)
         except VectorIndexDamagedError as exc:
             problems = [str(exc)]
-        writer = None if self.settings.store.chroma_url else writer_running(self.store_dir)
-        if problems and writer:
+        server = self.settings.store.chroma_url
+        writer = writer_running(self.store_dir) if problems and not server else None
+        if writer:
             problems.insert(
                 0,
                 f"an ingest ({writer}) is writing to this store, so what it has not finished "
@@ -499,7 +500,7 @@ class Assistant:
         from assistant.store.local import LocalStore
 
         with self._wiring:
-            if isinstance(self._store, LocalStore) and self._store is not self._backend:
+            if isinstance(self._store, LocalStore):
                 self._store.forget_vectors()
 
     def close(self) -> None:

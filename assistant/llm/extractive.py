@@ -39,7 +39,6 @@ from assistant.lexical import analyze
 from assistant.llm.answering import AnswerModel, log_odds, shipped_model
 from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.figures import (
-    asked_to_name,
     asks_figure,
     asks_quantity,
     counted_terms,
@@ -396,10 +395,10 @@ class ExtractiveProvider(Provider):
         if measured and not states_value(measured, sentences):
             things = " or ".join(measures(question))
             return f"«{hit.label}», the closest abstract, gives no value of {things}"
-        asked = asked_to_name(question)
-        if asked and counts_without_naming(question, sentences):
-            count, named = asked
-            return f"«{hit.label}», the closest abstract, counts {count} {named} but names none"
+        unnamed = counts_without_naming(question, sentences)
+        if unnamed:
+            count, things = unnamed
+            return f"«{hit.label}», the closest abstract, counts {count} {things} but names none"
         return None
 
     def _unmentioned(

@@ -174,30 +174,32 @@ _LIST_OPENER = re.compile(
 _NAME = re.compile(r"\b(?=[\w.-]*(?:[a-z][A-Z]|[A-Za-z]-?\d|\d[A-Za-z]))[\w.-]{3,}\b")
 
 
-def asked_to_name(question: str) -> tuple[str, str] | None:
+def _asked_to_name(question: str) -> tuple[str, str] | None:
     """ "Which three open-source LLMs does GeCCo use?" -> ("three", "open-source LLMs"): things
     the question asks to be named, with how many; None for any other question."""
     match = _WHICH_COUNT.search(question)
     return (match.group(1), match.group(2)) if match else None
 
 
-def counts_without_naming(question: str, sentences: Iterable[str]) -> bool:
-    """The abstract restates the count the question gives ("using three open-source LLMs,
-    spanning ...") and names none of them: no such sentence goes on to list them, and no
-    sentence holds two names the question does not. An abstract that never restates the count
-    is not judged (it may name them in other words: "an evil model and a truthful model")."""
-    asked = asked_to_name(question)
+def counts_without_naming(question: str, sentences: Iterable[str]) -> tuple[str, str] | None:
+    """What the question asks to be named, with how many ("three", "open-source LLMs"), when
+    the abstract restates that count ("using three open-source LLMs, spanning ...") and names
+    none of them: no such sentence goes on to list them, and no sentence holds two names the
+    question does not; else None. An abstract that never restates the count is not judged
+    (it may name them in other words: "an evil model and a truthful model")."""
+    asked = _asked_to_name(question)
     head = analyze([asked[1]])[0][-1:] if asked else []
     if not asked or not head:
-        return False
+        return None
     sentences = list(sentences)
     lists = [listed for s in sentences for listed in _restated(asked[0], head[0], s)]
     if not lists or any(lists):
-        return False
+        return None
     known = {w.lower() for w in re.findall(r"[\w.-]+", question)}
-    return not any(
+    named = any(
         len({n for n in _NAME.findall(s) if n.lower() not in known}) >= 2 for s in sentences
     )
+    return None if named else asked
 
 
 def _restated(count: str, head: str, sentence: str) -> Iterator[bool]:

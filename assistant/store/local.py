@@ -91,7 +91,6 @@ class LocalStore(Store):
         with self._lock:
             self._collections.clear()
             self._building.clear()
-            self._seen = -1
 
     @property
     def chunks(self) -> ChromaVectors:
@@ -410,8 +409,7 @@ class LocalStore(Store):
 
     def close(self) -> None:
         self.catalog.close()
-        self._collections.clear()
-        self._seen = -1
+        self.forget_vectors()
         self._lexical = None
 
 
