@@ -6,95 +6,221 @@ rewriting its files in place, one after another: a process killed meanwhile can 
 empty, cut short or left from the save before. Chroma's own reading of such files ranges from a
 clear error to none at all: an index without its id map or folder reads as holding none of the
 saved vectors, a cut vector file fails on some searches only, a cut header crashes the process,
-and a link-list file cut short makes the next save write without bound (78 GB once, in
-test_kill). These checks read the header and compare the other files' sizes with it, and, when
-``thorough`` (before a writer saves into the index), walk the link lists.
+a link-list file cut short makes the next save write without bound (78 GB once, in test_kill),
+and links that point nowhere (a zeroed link-list file, a vector file overwritten) crash every
+command that searches, ``ingest --repair`` included. So these checks read the header, compare
+the other files' sizes with it, walk the link lists above level 0 (each element's level, and
+every link to an element that exists at that level; the entry point at the top level), and
+read the level-0 links and vectors: of a sample of elements when a reader opens the index, of
+every element (``thorough``) before a writer saves into it and in ``info --check``.
 
 The layout (Chroma's hnswlib, ``header.bin``): a version, then offsetLevel0, max_elements,
 cur_element_count, size_data_per_element, label_offset, offsetData, maxlevel, enterpoint,
-maxM, maxM0, M, mult, ef_construction. ``data_level0.bin`` holds at least
-cur_element_count x size_data_per_element bytes, ``length.bin`` four per element, and
-``link_lists.bin``, per element, a 4-byte size then that many bytes of links above level 0.
+maxM, maxM0, M, mult, ef_construction. ``data_level0.bin`` holds, per element,
+size_data_per_element bytes: at offsetLevel0 a link count (its low 16 bits) and maxM0 links,
+at offsetData the vector (unit length in a cosine index), at label_offset its label.
+``length.bin`` has four bytes per element, and ``link_lists.bin``, per element, a 4-byte size
+then that many bytes: a count and maxM links for each level above 0.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
 import sqlite3
 import struct
+from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin", "index_metadata.pickle")
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
-_SIZE = struct.Struct("<I")
 _VERSION = 1  # the header's first field in the layout below
+SAMPLE = 2048  # level-0 elements a reader's check reads (and the entry point)
+_BLOCK = 65_536  # elements read at once by a thorough check
+_UNIT = 1e-2  # how far from 1 a cosine index's vector length may be
+
+
+@dataclass(frozen=True)
+class Header:
+    count: int  # elements saved
+    per_element: int  # bytes per element in data_level0.bin
+    level0: int  # where an element's level-0 links start
+    vector: int  # where its vector starts
+    label: int  # where its label starts (the vector ends)
+    max_level: int
+    entry: int  # the entry point: an element at max_level
+    max_links: int  # maxM, above level 0
+    max_links0: int  # maxM0, at level 0
+
+    @classmethod
+    def parse(cls, data: bytes) -> Header:
+        f = _HEADER.unpack(data)
+        return cls(f[3], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10])
+
+    @property
+    def level_words(self) -> int:
+        """4-byte words per level above 0 in link_lists.bin: a count, then maxM links."""
+        return 1 + self.max_links
 
 
 def saved_segments(path: Path, name: str) -> list[str]:
     """The vector segments of a collection Chroma has saved to files (its database records how
     far each saved index reaches: ``max_seq_id``). Empty when none is, and when the database is
     not laid out as this code expects (another chromadb version)."""
+    return [segment for segment, _ in _saved(path, name)]
+
+
+def _saved(path: Path, name: str) -> list[tuple[str, str | None]]:
+    """Each saved vector segment of the collection, with its distance (``cosine``, ``l2``...)
+    when the database says it."""
     try:
         with closing(sqlite3.connect(f"file:{path / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
             rows = db.execute(
-                "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id "
-                "JOIN max_seq_id m ON m.segment_id = s.id "
+                "SELECT s.id, c.schema_str FROM segments s JOIN collections c "
+                "ON s.collection = c.id JOIN max_seq_id m ON m.segment_id = s.id "
                 "WHERE c.name = ? AND s.scope = 'VECTOR'",
                 (name,),
-            )
-            return [str(row[0]) for row in rows]
+            ).fetchall()
     except sqlite3.Error:
         return []
+    return [(str(segment), _space(schema)) for segment, schema in rows]
+
+
+def _space(schema: str | None) -> str | None:
+    try:
+        vectors = json.loads(schema or "{}")["keys"]["#embedding"]["float_list"]
+        return str(vectors["vector_index"]["config"]["space"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str | None:
     """What is wrong with the files of a collection's saved index (its segment named), or
     None; ``path``: the store's Chroma folder."""
-    for segment in saved_segments(path, name):
-        wrong = damage(path / segment, thorough=thorough)
+    for segment, space in _saved(path, name):
+        wrong = damage(path / segment, thorough=thorough, unit=space == "cosine")
         if wrong:
             return f"its saved files in {segment}: {wrong}"
     return None
 
 
-def damage(folder: Path, *, thorough: bool = False) -> str | None:
-    """What is wrong with a saved index's files, or None."""
+def damage(folder: Path, *, thorough: bool = False, unit: bool = False) -> str | None:
+    """What is wrong with a saved index's files, or None. ``unit``: its vectors are of unit
+    length (a cosine index normalises them)."""
     missing = [file for file in FILES if not (folder / file).is_file()]
     if missing:
         return f"{', '.join(missing)} gone"
-    header = (folder / "header.bin").read_bytes()
-    if len(header) >= 4 and int.from_bytes(header[:4], "little") != _VERSION:
+    data = (folder / "header.bin").read_bytes()
+    if len(data) >= 4 and int.from_bytes(data[:4], "little") != _VERSION:
         return None  # a layout this code does not know (another chromadb): not judged
-    if len(header) != _HEADER.size:
-        if len(header) > _HEADER.size:
+    if len(data) != _HEADER.size:
+        if len(data) > _HEADER.size:
             return None
-        return f"header.bin is {len(header)} bytes, not {_HEADER.size}"
-    fields = _HEADER.unpack(header)
-    count, per_element, max_level = fields[3], fields[4], fields[7]
-    links_per_level = fields[9] * 4 + 4  # maxM links and their count, above level 0
+        return f"header.bin is {len(data)} bytes, not {_HEADER.size}"
+    header = Header.parse(data)
     sizes = {
-        "data_level0.bin": count * per_element,
-        "length.bin": count * 4,
-        "link_lists.bin": count * 4,
+        "data_level0.bin": header.count * header.per_element,
+        "length.bin": header.count * 4,
+        "link_lists.bin": header.count * 4,
     }
     for file, least in sizes.items():
         if (folder / file).stat().st_size < least:
-            return f"{file} is shorter than its {count} vectors need"
-    if thorough:
-        return _link_lists_damage(
-            folder / "link_lists.bin", count, max(0, max_level), links_per_level
-        )
+            return f"{file} is shorter than its {header.count} vectors need"
+    if header.count == 0:
+        return None
+    if not header.level0 + 4 * (1 + header.max_links0) <= header.vector < header.label:
+        return "header.bin does not lay out an element as links, then a vector"
+    return _upper_damage(folder / "link_lists.bin", header) or _level0_damage(
+        folder / "data_level0.bin", header, thorough=thorough, unit=unit
+    )
+
+
+def _levels(words: np.ndarray, header: Header) -> tuple[np.ndarray, np.ndarray] | str:
+    """Each element's level and the word where its link lists start (-1: none), walking
+    link_lists.bin: per element a size in bytes, then that many. Most elements have no level
+    above 0 (a size of 0), so runs of zero words are stepped over at once."""
+    size_words = [int(w) for w in np.flatnonzero(words)]
+    levels = np.zeros(header.count, dtype=np.int64)
+    starts = np.full(header.count, -1, dtype=np.int64)
+    per_level = header.level_words
+    element, at = 0, 0
+    while True:
+        k = bisect.bisect_left(size_words, at)
+        nonzero = size_words[k] if k < len(size_words) else len(words)
+        element += nonzero - at  # each zero word: an element without upper levels
+        if element >= header.count:
+            return levels, starts
+        if nonzero >= len(words):
+            return "link_lists.bin ends before its last vector"
+        size = int(words[nonzero])
+        if size % (4 * per_level) or size > 4 * per_level * header.max_level:
+            return f"link_lists.bin holds a link list of {size} bytes"
+        levels[element] = size // (4 * per_level)
+        starts[element] = nonzero + 1
+        element, at = element + 1, nonzero + 1 + size // 4
+
+
+def _upper_damage(file: Path, header: Header) -> str | None:
+    """Links above level 0: each to an element that exists at that level; the entry point at
+    the top level (Chroma's search starts there and follows them without checking)."""
+    words = np.fromfile(file, dtype="<u4")
+    found = _levels(words, header)
+    if isinstance(found, str):
+        return found
+    levels, starts = found
+    if header.entry >= header.count or levels[header.entry] != header.max_level:
+        return f"its entry point is not an element at the top level ({header.max_level})"
+    upper = np.flatnonzero(levels)  # elements with lists above level 0
+    if not len(upper):
+        return None
+    lists = levels[upper]
+    owners = np.repeat(upper, lists)  # one row per (element, level above 0)
+    before = np.repeat(np.cumsum(lists) - lists, lists)  # rows of the elements before it
+    level = np.arange(len(owners)) - before + 1
+    first = starts[owners] + (level - 1) * header.level_words
+    counts = words[first] & 0xFFFF
+    if counts.max() > header.max_links:
+        return "link_lists.bin holds more links than an element may have"
+    slots = np.arange(1, header.level_words)
+    links = words[first[:, None] + slots].astype(np.int64)
+    used = slots[None, :] <= counts[:, None]
+    if (used & (links >= header.count)).any():
+        return "link_lists.bin links to elements that do not exist"
+    if (used & (levels[np.minimum(links, header.count - 1)] < level[:, None])).any():
+        return "link_lists.bin links to elements below the level linked"
     return None
 
 
-def _link_lists_damage(file: Path, count: int, max_level: int, per_level: int) -> str | None:
-    data = file.read_bytes()
-    at = 0
-    for _ in range(count):
-        if at + 4 > len(data):
-            return "link_lists.bin ends before its last vector"
-        (size,) = _SIZE.unpack_from(data, at)
-        if size % per_level or size > max_level * per_level:
-            return f"link_lists.bin holds a link list of {size} bytes"
-        at += 4 + size
-    return None  # bytes after the last list are not read
+def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[np.ndarray]:
+    """The elements' bytes, a row each: all of them in blocks, or a sample and the entry."""
+    rows = np.memmap(file, dtype=np.uint8, mode="r", shape=(header.count, header.per_element))
+    if thorough:
+        for start in range(0, header.count, _BLOCK):
+            yield np.asarray(rows[start : start + _BLOCK])
+    else:
+        sample = np.linspace(0, header.count - 1, min(header.count, SAMPLE)).astype(np.int64)
+        yield np.asarray(rows[np.union1d(sample, [header.entry])])
+
+
+def _level0_damage(file: Path, header: Header, *, thorough: bool, unit: bool) -> str | None:
+    """Level-0 links (a count up to maxM0, each to an element that exists) and, in a cosine
+    index, unit-length vectors: of every element when ``thorough``, else of a sample."""
+    links_end = header.level0 + 4 * (1 + header.max_links0)
+    for block in _blocks(file, header, thorough):
+        words = block[:, header.level0 : links_end].copy().view("<u4")
+        counts = words[:, 0] & 0xFFFF
+        if counts.max() > header.max_links0:
+            return "data_level0.bin holds more links than an element may have"
+        used = np.arange(1, words.shape[1])[None, :] <= counts[:, None]
+        if (used & (words[:, 1:] >= header.count)).any():
+            return "data_level0.bin links to elements that do not exist"
+        if unit:
+            vectors = block[:, header.vector : header.label].copy().view("<f4")
+            lengths = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
+            if not (np.abs(lengths - 1.0) <= _UNIT).all():
+                return "data_level0.bin holds vectors that are not of unit length"
+    return None
