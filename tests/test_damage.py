@@ -643,6 +643,48 @@ def test_a_read_overtaken_by_a_rebuild_is_made_again_on_the_new_collection(
             assert [h.paper_id for h in reader.search("diffusion models", k=3)] == first
 
 
+def test_index_files_older_than_the_database_are_told_and_rebuilt(
+    saved_index: Path, tmp_path: Path, corpus_papers: list[Paper]
+):
+    """A reviewer put back an index folder from before the last save (as a restored backup or
+    a copy of the folder does): Chroma searched it as it was, the papers saved since were never
+    found, and `info --check` and `--repair` found nothing wrong."""
+    from assistant.store import hnsw_files
+
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    chroma = store / "chroma"
+    (segment,) = hnsw_files.saved_segments(chroma, "abstracts-sentences")
+    shutil.copytree(chroma / segment, tmp_path / "before")
+    # Enough new sentences for Chroma to save the index again (every 1,000 vectors).
+    rng = random.Random(7)
+    more = []
+    for n in range(2):
+        for paper in corpus_papers:
+            sentences = paper.abstract.split(". ")
+            rng.shuffle(sentences)
+            more.append(f"Version {n}. " + ". ".join(sentences))
+    code, _, err = run_process(
+        "ingest", str(write_seed(tmp_path / "more.txt", more)), "--store", str(store)
+    )
+    assert code == 0, err
+    saved = hnsw_files.Header.parse((chroma / segment / "header.bin").read_bytes()).count
+    before = hnsw_files.Header.parse((tmp_path / "before" / "header.bin").read_bytes()).count
+    assert saved > before  # the index was saved again
+    shutil.rmtree(chroma / segment)
+    shutil.copytree(tmp_path / "before", chroma / segment)
+    for command in (["search", "diffusion"], ["info", "--check"]):
+        code, _, err = run_process(*command, "--store", str(store))
+        assert code == 1, (command, err)
+        line = one_line(err)
+        assert f"a vector index in {store} cannot be read" in line
+        assert "files older than the database" in line
+    code, out, err = run_process("ingest", "--repair", "--store", str(store))
+    assert code == 0, err
+    code, details, err = info(store, run_process)
+    assert code == 0 and details["problems"] == [] and details["papers"] == 95 + len(more), err
+
+
 def test_index_files_of_a_layout_this_code_does_not_know_are_not_judged(saved_index: Path):
     """Another chromadb (the pin allows 1.x) may save its header otherwise: not knowing it is
     not a reason to call a store damaged and rebuild it on every run."""

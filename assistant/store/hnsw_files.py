@@ -71,23 +71,49 @@ def saved_segments(path: Path, name: str) -> list[str]:
     """The vector segments of a collection Chroma has saved to files (its database records how
     far each saved index reaches: ``max_seq_id``). Empty when none is, and when the database is
     not laid out as this code expects (another chromadb version)."""
-    return [segment for segment, _ in _saved(path, name)]
+    return [saved.segment for saved in _saved(path, name)]
 
 
-def _saved(path: Path, name: str) -> list[tuple[str, str | None]]:
-    """Each saved vector segment of the collection, with its distance (``cosine``, ``l2``...)
-    when the database says it."""
+@dataclass(frozen=True)
+class Saved:
+    """A saved vector segment, as the collection's database describes it."""
+
+    segment: str
+    space: str | None  # the distance ("cosine", "l2", ...) when the database says it
+    # The collection's records written up to the save (its ``max_seq_id``) and still there:
+    # the saved index holds at least that many elements. None when not known.
+    records: int | None
+
+
+def _saved(path: Path, name: str) -> list[Saved]:
     try:
         with closing(sqlite3.connect(f"file:{path / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
             rows = db.execute(
-                "SELECT s.id, c.schema_str FROM segments s JOIN collections c "
+                "SELECT s.id, c.schema_str, m.seq_id, c.id FROM segments s JOIN collections c "
                 "ON s.collection = c.id JOIN max_seq_id m ON m.segment_id = s.id "
                 "WHERE c.name = ? AND s.scope = 'VECTOR'",
                 (name,),
             ).fetchall()
+            return [
+                Saved(str(segment), _space(schema), _records(db, str(collection), saved_to))
+                for segment, schema, saved_to, collection in rows
+            ]
     except sqlite3.Error:
         return []
-    return [(str(segment), _space(schema)) for segment, schema in rows]
+
+
+def _records(db: sqlite3.Connection, collection: str, saved_to: object) -> int | None:
+    """The collection's records whose last write is at or before ``saved_to`` (a deleted one
+    is gone, an updated one counts at its newer write: both leave the bound a lower one)."""
+    if not isinstance(saved_to, int):
+        return None  # sequence numbers stored otherwise (another chromadb): not compared
+    row = db.execute(
+        "SELECT COUNT(*), SUM(typeof(e.seq_id) != 'integer') FROM embeddings e "
+        "JOIN segments s ON e.segment_id = s.id "
+        "WHERE s.collection = ? AND s.scope = 'METADATA' AND e.seq_id <= ?",
+        (collection, saved_to),
+    ).fetchone()
+    return int(row[0]) if row and not row[1] else None
 
 
 def _space(schema: str | None) -> str | None:
@@ -101,16 +127,23 @@ def _space(schema: str | None) -> str | None:
 def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str | None:
     """What is wrong with the files of a collection's saved index (its segment named), or
     None; ``path``: the store's Chroma folder."""
-    for segment, space in _saved(path, name):
-        wrong = damage(path / segment, thorough=thorough, unit=space == "cosine")
+    for saved in _saved(path, name):
+        wrong = damage(
+            path / saved.segment,
+            thorough=thorough,
+            unit=saved.space == "cosine",
+            records=saved.records,
+        )
         if wrong:
-            return f"its saved files in {segment}: {wrong}"
+            return f"its saved files in {saved.segment}: {wrong}"
     return None
 
 
-def damage(folder: Path, *, thorough: bool = False, unit: bool = False) -> str | None:
+def damage(
+    folder: Path, *, thorough: bool = False, unit: bool = False, records: int | None = None
+) -> str | None:
     """What is wrong with a saved index's files, or None. ``unit``: its vectors are of unit
-    length (a cosine index normalises them)."""
+    length (a cosine index normalises them); ``records``: it holds at least that many."""
     missing = [file for file in FILES if not (folder / file).is_file()]
     if missing:
         return f"{', '.join(missing)} gone"
@@ -130,6 +163,11 @@ def damage(folder: Path, *, thorough: bool = False, unit: bool = False) -> str |
     for file, least in sizes.items():
         if (folder / file).stat().st_size < least:
             return f"{file} is shorter than its {header.count} vectors need"
+    if records is not None and header.count < records:
+        return (
+            f"they hold {header.count} vectors where the database says {records} were saved "
+            "(files older than the database)"
+        )
     if header.count == 0:
         return None
     if not header.level0 + 4 * (1 + header.max_links0) <= header.vector < header.label:
