@@ -1,8 +1,9 @@
 """What checking a saved HNSW index's files costs (``assistant.store.hnsw_files``), by size.
 
-A reader checks the header, the file sizes, every link above level 0 and a sample of the
-level-0 links and vectors before Chroma loads the index; a writer, and `info --check`, read
-every element (``thorough``). This lays out files as Chroma's hnswlib saves them for N
+A reader checks the header, the file sizes, every link above level 0 and the level-0 links
+and vectors of every element of an index of up to 250,000 elements (of a sample of a larger
+one) before Chroma loads the index; a writer, and `info --check`, read every element
+(``thorough``). This lays out files as Chroma's hnswlib saves them for N
 elements (384 dimensions, M=16, levels drawn as hnswlib draws them, links random but valid,
 unit vectors), so sizes up to 10^6 take seconds to write rather than hours to build, and times
 both checks, best of 3 (the files are in the page cache after the first). For scale: Chroma

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -683,6 +684,37 @@ def test_index_files_older_than_the_database_are_told_and_rebuilt(
     assert code == 0, err
     code, details, err = info(store, run_process)
     assert code == 0 and details["problems"] == [] and details["papers"] == 95 + len(more), err
+
+
+def test_a_large_index_is_sampled_by_readers_and_read_whole_before_a_write(
+    saved_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Past READ_ALL_UP_TO elements a reader reads a sample of the level-0 elements (and the
+    entry point); noise over the file is found by it, one element's damage between the
+    samples only by the full check that writers and `info --check` make."""
+    from assistant.store import hnsw_files
+
+    (segment,) = hnsw_files.saved_segments(saved_index / "chroma", "abstracts-sentences")
+    folder = tmp_path / "index"
+    shutil.copytree(saved_index / "chroma" / segment, folder)
+    header = hnsw_files.Header.parse((folder / "header.bin").read_bytes())
+    monkeypatch.setattr(hnsw_files, "READ_ALL_UP_TO", 100)
+    monkeypatch.setattr(hnsw_files, "SAMPLE", 50)
+    assert hnsw_files.damage(folder, unit=True) is None
+    sampled = set(np.linspace(0, header.count - 1, 50).astype(int)) | {header.entry}
+    between = next(e for e in range(header.count) if e not in sampled)
+    with (folder / "data_level0.bin").open("r+b") as f:
+        f.seek(between * header.per_element + header.level0)
+        f.write((1).to_bytes(4, "little") + (header.count + 5).to_bytes(4, "little"))
+    assert hnsw_files.damage(folder, unit=True) is None
+    wrong = "data_level0.bin links to elements that do not exist"
+    assert hnsw_files.damage(folder, unit=True, thorough=True) == wrong
+    monkeypatch.setattr(hnsw_files, "READ_ALL_UP_TO", header.count)
+    assert hnsw_files.damage(folder, unit=True) == wrong
+    monkeypatch.setattr(hnsw_files, "READ_ALL_UP_TO", 100)
+    data = (folder / "data_level0.bin").read_bytes()
+    (folder / "data_level0.bin").write_bytes(noise(len(data)))
+    assert hnsw_files.damage(folder, unit=True) is not None
 
 
 def test_index_files_of_a_layout_this_code_does_not_know_are_not_judged(saved_index: Path):

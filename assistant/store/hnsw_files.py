@@ -11,8 +11,9 @@ and links that point nowhere (a zeroed link-list file, a vector file overwritten
 command that searches, ``ingest --repair`` included. So these checks read the header, compare
 the other files' sizes with it, walk the link lists above level 0 (each element's level, and
 every link to an element that exists at that level; the entry point at the top level), and
-read the level-0 links and vectors: of a sample of elements when a reader opens the index, of
-every element (``thorough``) before a writer saves into it and in ``info --check``.
+read the level-0 links and vectors of every element: when a reader opens an index of up to
+250,000 elements (of a sample of a larger one), and (``thorough``) before a writer saves into
+it and in ``info --check``.
 
 The layout (Chroma's hnswlib, ``header.bin``): a version, then offsetLevel0, max_elements,
 cur_element_count, size_data_per_element, label_offset, offsetData, maxlevel, enterpoint,
@@ -39,8 +40,9 @@ import numpy as np
 FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin", "index_metadata.pickle")
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
 _VERSION = 1  # the header's first field in the layout below
-SAMPLE = 2048  # level-0 elements a reader's check reads (and the entry point)
-_BLOCK = 65_536  # elements read at once by a thorough check
+READ_ALL_UP_TO = 250_000  # a reader reads every level-0 element of an index this size or less
+SAMPLE = 2048  # of a larger one, this many (and the entry point)
+_BLOCK = 65_536  # elements read at once
 _UNIT = 1e-2  # how far from 1 a cosine index's vector length may be
 
 
@@ -234,9 +236,10 @@ def _upper_damage(file: Path, header: Header) -> str | None:
 
 
 def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[np.ndarray]:
-    """The elements' bytes, a row each: all of them in blocks, or a sample and the entry."""
+    """The elements' bytes, a row each: all of them in blocks (``thorough``, or a small index),
+    or a sample and the entry point."""
     rows = np.memmap(file, dtype=np.uint8, mode="r", shape=(header.count, header.per_element))
-    if thorough:
+    if thorough or header.count <= READ_ALL_UP_TO:
         for start in range(0, header.count, _BLOCK):
             yield np.asarray(rows[start : start + _BLOCK])
     else:
@@ -246,7 +249,8 @@ def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[np.ndarray]:
 
 def _level0_damage(file: Path, header: Header, *, thorough: bool, unit: bool) -> str | None:
     """Level-0 links (a count up to maxM0, each to an element that exists) and, in a cosine
-    index, unit-length vectors: of every element when ``thorough``, else of a sample."""
+    index, unit-length vectors: of every element when ``thorough`` or the index is small, else
+    of a sample."""
     links_end = header.level0 + 4 * (1 + header.max_links0)
     for block in _blocks(file, header, thorough):
         words = block[:, header.level0 : links_end].copy().view("<u4")
