@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QUESTION ?= Which papers study KV-cache eviction, and what do they find?
 
-.PHONY: setup demo check lint test eval-smoke bench judge survey-bar answer-model clean-store
+.PHONY: setup demo check lint test eval-smoke bench judge survey-bar survey-study answer-model answer-study clean-store
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -46,10 +46,22 @@ survey-bar: setup      ## refit the survey bar on the eval set's tune and dev sp
 	$(PY) evals/survey/fit_survey_bar.py --store .survey-store
 	rm -rf .survey-store
 
+survey-study: setup    ## would other signals choose a survey's papers better? (held-out figures)
+	rm -rf .survey-store
+	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
+	$(PY) evals/survey/signal_study.py --store .survey-store
+	rm -rf .survey-store
+
 answer-model: setup    ## refit the answer model (which sentences answer) on the tune and dev splits
 	rm -rf .survey-store
 	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
 	$(PY) evals/answering/fit_answer_model.py --store .survey-store
+	rm -rf .survey-store
+
+answer-study: setup    ## would word-piece alignment find the answering sentence better? (held-out)
+	rm -rf .survey-store
+	$(VENV)/bin/assistant ingest --store .survey-store --json > /dev/null
+	$(PY) evals/answering/signal_study.py --store .survey-store
 	rm -rf .survey-store
 
 clean-store:
