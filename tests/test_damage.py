@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -390,6 +391,22 @@ def noise(n: int) -> bytes:
     return random.Random(n).randbytes(n)
 
 
+def _header(place: int, change: Callable[[int], int], name: str) -> Callable[[Path], None]:
+    """One header field changed (by its place in hnswlib's header: 2 max_elements, 3 the
+    element count, 5 the label offset), the rest of the files as they were."""
+    layout = struct.Struct("<iQQQQQQiIQQQdQ")
+
+    def edit(store: Path) -> None:
+        for pickle in (store / "chroma").glob("*/index_metadata.pickle"):
+            target = pickle.parent / "header.bin"
+            values = list(layout.unpack(target.read_bytes()))
+            values[place] = change(values[place])
+            target.write_bytes(layout.pack(*values))
+
+    edit.__name__ = f"header_{name}"
+    return edit
+
+
 def _one_vector_zeroed(store: Path) -> None:
     """The middle element's vector zeroed, its links kept: searched as it was, Chroma says
     nothing (cosine distance to a zero vector)."""
@@ -413,6 +430,10 @@ def _one_vector_zeroed(store: Path) -> None:
         _overwrite("data_level0.bin", noise),
         _overwrite("data_level0.bin", zeros, at=0.5),
         _one_vector_zeroed,
+        # Before: every command crashed (SIGSEGV), --repair included; the last, `info`.
+        _header(3, lambda count: 0, "no_elements"),
+        _header(2, lambda room: 1, "room_for_one"),
+        _header(5, lambda label: label + 8, "label_past_the_element"),
     ],
 )
 def test_damaged_index_files_are_told_and_rebuilt(
@@ -691,7 +712,7 @@ def test_a_large_index_is_sampled_by_readers_and_read_whole_before_a_write(
 ):
     """Past READ_ALL_UP_TO elements a reader reads a sample of the level-0 elements (and the
     entry point); noise over the file is found by it, one element's damage between the
-    samples only by the full check that writers and `info --check` make."""
+    samples only by the full check a writer makes before it loads the index."""
     from assistant.store import hnsw_files
 
     (segment,) = hnsw_files.saved_segments(saved_index / "chroma", "abstracts-sentences")
@@ -715,6 +736,34 @@ def test_a_large_index_is_sampled_by_readers_and_read_whole_before_a_write(
     data = (folder / "data_level0.bin").read_bytes()
     (folder / "data_level0.bin").write_bytes(noise(len(data)))
     assert hnsw_files.damage(folder, unit=True) is not None
+
+
+def test_a_zero_vector_chroma_saved_is_not_damage(saved_index: Path, tmp_path: Path):
+    """A reviewer's false alarm: the hashing embedder makes a zero vector of the title "ₚ",
+    which a cosine index keeps as zero (its recorded length 0); the unit-length check called
+    the healthy store damaged, and --repair could not clear it."""
+    from assistant.store import hnsw_files
+
+    first = tmp_path / "first.jsonl"
+    record = {"title": "ₚ", "authors": ["A B"], "url": "https://x/z", "year": 2025}
+    record["abstract"] = "We study subscript p notation in diffusion models and find it useful."
+    first.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    store = tmp_path / "store"
+    long = str(saved_index.parent / "long.txt")
+    for source in (str(first), long):
+        code, _, err = run_process("ingest", source, "--store", str(store))
+        assert code == 0, err
+    chroma = store / "chroma"
+    (segment,) = hnsw_files.saved_segments(chroma, "abstracts-sentences")
+    header = hnsw_files.Header.parse((chroma / segment / "header.bin").read_bytes())
+    rows = np.fromfile(chroma / segment / "data_level0.bin", dtype=np.uint8)
+    vectors = rows[: header.count * header.per_element].reshape(header.count, -1)
+    lengths = np.linalg.norm(vectors[:, header.vector : header.label].copy().view("<f4"), axis=1)
+    assert (lengths == 0).sum() == 1  # the title's, saved in the index
+    code, details, err = info(store, run_process)
+    assert code == 0 and details["problems"] == [], err
+    code, out, err = run_process("search", "--json", "subscript p notation", "--store", str(store))
+    assert code == 0 and json.loads(out)["hits"], err
 
 
 def test_index_files_of_a_layout_this_code_does_not_know_are_not_judged(saved_index: Path):

@@ -13,7 +13,9 @@ the other files' sizes with it, walk the link lists above level 0 (each element'
 every link to an element that exists at that level; the entry point at the top level), and
 read the level-0 links and vectors of every element: when a reader opens an index of up to
 250,000 elements (of a sample of a larger one), and (``thorough``) before a writer saves into
-it and in ``info --check``.
+it and in ``info --check``. They also hold the header to what Chroma trusts when it loads:
+room for the elements, an element laid out as links, a vector of the collection's dimension
+and a label; and the index to as many elements as the database has records saved in it.
 
 The layout (Chroma's hnswlib, ``header.bin``): a version, then offsetLevel0, max_elements,
 cur_element_count, size_data_per_element, label_offset, offsetData, maxlevel, enterpoint,
@@ -49,6 +51,7 @@ _UNIT = 1e-2  # how far from 1 a cosine index's vector length may be
 @dataclass(frozen=True)
 class Header:
     count: int  # elements saved
+    room: int  # max_elements: what Chroma allocates when it loads the index
     per_element: int  # bytes per element in data_level0.bin
     level0: int  # where an element's level-0 links start
     vector: int  # where its vector starts
@@ -61,7 +64,7 @@ class Header:
     @classmethod
     def parse(cls, data: bytes) -> Header:
         f = _HEADER.unpack(data)
-        return cls(f[3], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10])
+        return cls(f[3], f[2], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10])
 
     @property
     def level_words(self) -> int:
@@ -85,20 +88,27 @@ class Saved:
     # The collection's records written up to the save (its ``max_seq_id``) and still there:
     # the saved index holds at least that many elements. None when not known.
     records: int | None
+    dimension: int | None  # the collection's vectors' (None when the database does not say)
 
 
 def _saved(path: Path, name: str) -> list[Saved]:
     try:
         with closing(sqlite3.connect(f"file:{path / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
             rows = db.execute(
-                "SELECT s.id, c.schema_str, m.seq_id, c.id FROM segments s JOIN collections c "
+                "SELECT s.id, c.schema_str, m.seq_id, c.id, c.dimension FROM segments s "
+                "JOIN collections c "
                 "ON s.collection = c.id JOIN max_seq_id m ON m.segment_id = s.id "
                 "WHERE c.name = ? AND s.scope = 'VECTOR'",
                 (name,),
             ).fetchall()
             return [
-                Saved(str(segment), _space(schema), _records(db, str(collection), saved_to))
-                for segment, schema, saved_to, collection in rows
+                Saved(
+                    str(segment),
+                    _space(schema),
+                    _records(db, str(collection), saved_to),
+                    dimension if isinstance(dimension, int) and dimension > 0 else None,
+                )
+                for segment, schema, saved_to, collection, dimension in rows
             ]
     except sqlite3.Error:
         return []
@@ -135,6 +145,7 @@ def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str |
             thorough=thorough,
             unit=saved.space == "cosine",
             records=saved.records,
+            dimension=saved.dimension,
         )
         if wrong:
             return f"its saved files in {saved.segment}: {wrong}"
@@ -142,10 +153,16 @@ def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str |
 
 
 def damage(
-    folder: Path, *, thorough: bool = False, unit: bool = False, records: int | None = None
+    folder: Path,
+    *,
+    thorough: bool = False,
+    unit: bool = False,
+    records: int | None = None,
+    dimension: int | None = None,
 ) -> str | None:
     """What is wrong with a saved index's files, or None. ``unit``: its vectors are of unit
-    length (a cosine index normalises them); ``records``: it holds at least that many."""
+    length (a cosine index normalises them); ``records``: it holds at least that many;
+    ``dimension``: its vectors'."""
     missing = [file for file in FILES if not (folder / file).is_file()]
     if missing:
         return f"{', '.join(missing)} gone"
@@ -157,6 +174,9 @@ def damage(
             return None
         return f"header.bin is {len(data)} bytes, not {_HEADER.size}"
     header = Header.parse(data)
+    wrong = _header_damage(header, dimension)
+    if wrong:
+        return wrong
     sizes = {
         "data_level0.bin": header.count * header.per_element,
         "length.bin": header.count * 4,
@@ -172,11 +192,27 @@ def damage(
         )
     if header.count == 0:
         return None
-    if not header.level0 + 4 * (1 + header.max_links0) <= header.vector < header.label:
-        return "header.bin does not lay out an element as links, then a vector"
     return _upper_damage(folder / "link_lists.bin", header) or _level0_damage(
-        folder / "data_level0.bin", header, thorough=thorough, unit=unit
+        folder, header, thorough=thorough, unit=unit
     )
+
+
+def _header_damage(header: Header, dimension: int | None) -> str | None:
+    """Fields Chroma trusts when it loads the index: the room it allocates, where an element's
+    links, vector and label lie, and an empty index's top level."""
+    if header.room < header.count:
+        return f"header.bin makes room for {header.room} elements but holds {header.count}"
+    links_end = header.level0 + 4 * (1 + header.max_links0)
+    if not links_end <= header.vector < header.label <= header.per_element - 8:
+        return "header.bin does not lay out an element as links, a vector, then a label"
+    if dimension is not None and header.label - header.vector != 4 * dimension:
+        size = (header.label - header.vector) // 4
+        return (
+            f"header.bin lays out vectors of {size} numbers where the collection's have {dimension}"
+        )
+    if header.count == 0 and header.max_level != -1:
+        return "header.bin holds no element but a top level to search from"
+    return None
 
 
 def _levels(words: np.ndarray, header: Header) -> tuple[np.ndarray, np.ndarray] | str:
@@ -235,24 +271,27 @@ def _upper_damage(file: Path, header: Header) -> str | None:
     return None
 
 
-def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[np.ndarray]:
-    """The elements' bytes, a row each: all of them in blocks (``thorough``, or a small index),
-    or a sample and the entry point."""
+def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The elements read, and their bytes a row each: all of them in blocks (``thorough``, or
+    a small index), or a sample and the entry point."""
     rows = np.memmap(file, dtype=np.uint8, mode="r", shape=(header.count, header.per_element))
     if thorough or header.count <= READ_ALL_UP_TO:
         for start in range(0, header.count, _BLOCK):
-            yield np.asarray(rows[start : start + _BLOCK])
+            stop = min(start + _BLOCK, header.count)
+            yield np.arange(start, stop), np.asarray(rows[start:stop])
     else:
         sample = np.linspace(0, header.count - 1, min(header.count, SAMPLE)).astype(np.int64)
-        yield np.asarray(rows[np.union1d(sample, [header.entry])])
+        picked = np.union1d(sample, [header.entry])
+        yield picked, np.asarray(rows[picked])
 
 
-def _level0_damage(file: Path, header: Header, *, thorough: bool, unit: bool) -> str | None:
+def _level0_damage(folder: Path, header: Header, *, thorough: bool, unit: bool) -> str | None:
     """Level-0 links (a count up to maxM0, each to an element that exists) and, in a cosine
-    index, unit-length vectors: of every element when ``thorough`` or the index is small, else
-    of a sample."""
+    index, unit-length vectors (a zero vector stays zero, its recorded length 0): of every
+    element when ``thorough`` or the index is small, else of a sample."""
     links_end = header.level0 + 4 * (1 + header.max_links0)
-    for block in _blocks(file, header, thorough):
+    recorded = np.fromfile(folder / "length.bin", dtype="<f4", count=header.count)
+    for picked, block in _blocks(folder / "data_level0.bin", header, thorough):
         words = block[:, header.level0 : links_end].copy().view("<u4")
         counts = words[:, 0] & 0xFFFF
         if counts.max() > header.max_links0:
@@ -263,6 +302,7 @@ def _level0_damage(file: Path, header: Header, *, thorough: bool, unit: bool) ->
         if unit:
             vectors = block[:, header.vector : header.label].copy().view("<f4")
             lengths = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
-            if not (np.abs(lengths - 1.0) <= _UNIT).all():
+            zero = (recorded[picked] == 0) & (lengths == 0)
+            if not (zero | (np.abs(lengths - 1.0) <= _UNIT)).all():
                 return "data_level0.bin holds vectors that are not of unit length"
     return None
