@@ -240,3 +240,26 @@ def test_an_edit_without_id_is_said_to_leave_the_old_version(tmp_path: Path):
         pruned = a.ingest([source], prune=True)
         assert pruned.removed == 1 and pruned.warnings == []
         assert "6.8" in a.search("Svalbard glaciers", k=1)[0].text
+
+
+def test_a_write_larger_than_chroma_takes_at_once_is_sent_in_parts(tmp_path: Path, corpus_papers):
+    """A reviewer's 4,000 papers in one write (``papers_per_write`` allows 5,000): Chroma
+    refused the upsert ("Batch size of 11535 is greater than max batch size of 5461") and left
+    every paper unfinished. 95 papers of two abstracts each make ~1,600 sentence vectors, more
+    than two calls of this test's limit."""
+    from assistant.embeddings import HashingEmbedder
+    from assistant.store import chroma
+
+    shifted = corpus_papers[30:] + corpus_papers[:30]
+    pairs = zip(corpus_papers, shifted, strict=True)
+    source = write_seed(tmp_path / "long.txt", [a.abstract + " " + b.abstract for a, b in pairs])
+    settings = load_settings(store={"path": tmp_path / "store"}, embedding={"papers_per_write": 95})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chroma, "UPSERT_BATCH", 500)
+        with Assistant(settings, embedder=HashingEmbedder()) as a:
+            result = a.ingest([source])
+            assert result.added == 95
+            _consistent(a)
+            sentences = a.store.sentences
+            assert sentences is not None and len(sentences.ids()) > 2 * 500
+            assert a.info()["problems"] == []

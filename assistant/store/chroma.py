@@ -99,6 +99,9 @@ def _files_held(path: Path | None, *, exclusive: bool) -> Iterator[None]:
         yield
 
 
+UPSERT_BATCH = 4096  # vectors per upsert call: under the smallest limit Chroma sets
+
+
 class ChromaVectors:
     """Chunk vectors in one Chroma collection, keyed by chunk id, with paper metadata."""
 
@@ -248,13 +251,16 @@ class ChromaVectors:
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         """``documents``: None stores none (Chroma indexes each document's text for its own
-        full-text search, which this project never uses: it halves the rate of upserts)."""
-        if len(ids):
+        full-text search, which this project never uses: it halves the rate of upserts). Sent
+        in calls of at most UPSERT_BATCH vectors: Chroma refuses a larger one (5,461 for an
+        embedded store here), which a large ``papers_per_write`` reaches."""
+        for start in range(0, len(ids), UPSERT_BATCH):
+            stop = start + UPSERT_BATCH
             self._collection.upsert(
-                ids=list(ids),
-                embeddings=vectors,
-                documents=None if documents is None else list(documents),
-                metadatas=list(metadatas),
+                ids=list(ids[start:stop]),
+                embeddings=vectors[start:stop],
+                documents=None if documents is None else list(documents[start:stop]),
+                metadatas=list(metadatas[start:stop]),
             )
 
     def set_paper_metadata(self, metas: Mapping[str, Mapping[str, str | int]]) -> None:
