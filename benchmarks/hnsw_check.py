@@ -78,7 +78,7 @@ def write_index(folder: Path, n: int, seed: int = 0) -> None:
             pool = by_level[lv]
             parts.append(np.concatenate([[M], rng.choice(pool, size=M)]).astype("<u4"))
     np.concatenate(parts).tofile(folder / "link_lists.bin")
-    (folder / "length.bin").write_bytes(b"\0" * 4 * n)
+    np.ones(n, dtype="<f4").tofile(folder / "length.bin")  # each vector's length before normalising
     (folder / "index_metadata.pickle").write_bytes(b"\0")
 
 

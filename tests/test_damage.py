@@ -391,7 +391,7 @@ def noise(n: int) -> bytes:
     return random.Random(n).randbytes(n)
 
 
-def _header(place: int, change: Callable[[int], int], name: str) -> Callable[[Path], None]:
+def _header(place: int, change: Callable[[Any], Any], name: str) -> Callable[[Path], None]:
     """One header field changed (by its place in hnswlib's header: 2 max_elements, 3 the
     element count, 5 the label offset), the rest of the files as they were."""
     layout = struct.Struct("<iQQQQQQiIQQQdQ")
@@ -405,6 +405,20 @@ def _header(place: int, change: Callable[[int], int], name: str) -> Callable[[Pa
 
     edit.__name__ = f"header_{name}"
     return edit
+
+
+def _label(element: int, label: int) -> Callable[[Path], None]:
+    def relabel(store: Path) -> None:
+        from assistant.store import hnsw_files
+
+        for pickle in (store / "chroma").glob("*/index_metadata.pickle"):
+            header = hnsw_files.Header.parse((pickle.parent / "header.bin").read_bytes())
+            with (pickle.parent / "data_level0.bin").open("r+b") as f:
+                f.seek(element * header.per_element + header.label)
+                f.write(label.to_bytes(8, "little"))
+
+    relabel.__name__ = f"label_{label}_for_element_{element}"
+    return relabel
 
 
 def _one_vector_zeroed(store: Path) -> None:
@@ -434,6 +448,15 @@ def _one_vector_zeroed(store: Path) -> None:
         _header(3, lambda count: 0, "no_elements"),
         _header(2, lambda room: 1, "room_for_one"),
         _header(5, lambda label: label + 8, "label_past_the_element"),
+        # A second review: M 0 and mult -1 crashed every command, mult 100000 made every load
+        # run for good; a label Chroma never gave failed some searches, and --repair found
+        # nothing; lengths Chroma scales returned vectors by changed answers, nothing said.
+        _header(11, lambda m: 0, "M_0"),
+        _header(12, lambda mult: -1.0, "mult_negative"),
+        _header(12, lambda mult: 100_000.0, "mult_huge"),
+        _label(10, 2**40),
+        _overwrite("length.bin", zeros),
+        _overwrite("length.bin", noise),
     ],
 )
 def test_damaged_index_files_are_told_and_rebuilt(

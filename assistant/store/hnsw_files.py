@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import sqlite3
 import struct
 from collections.abc import Iterator
@@ -60,11 +61,14 @@ class Header:
     entry: int  # the entry point: an element at max_level
     max_links: int  # maxM, above level 0
     max_links0: int  # maxM0, at level 0
+    m: int  # M: maxM is M and maxM0 2M
+    mult: float  # 1 / ln M: how many levels a new element gets
+    ef_construction: int
 
     @classmethod
     def parse(cls, data: bytes) -> Header:
         f = _HEADER.unpack(data)
-        return cls(f[3], f[2], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10])
+        return cls(f[3], f[2], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10], f[11], f[12], f[13])
 
     @property
     def level_words(self) -> int:
@@ -89,6 +93,9 @@ class Saved:
     # the saved index holds at least that many elements. None when not known.
     records: int | None
     dimension: int | None  # the collection's vectors' (None when the database does not say)
+    # How far the save reaches in the write log (``max_seq_id``): Chroma numbers an index's
+    # elements' labels from 1, one per record added, so none is higher. None when not known.
+    saved_to: int | None
 
 
 def _saved(path: Path, name: str) -> list[Saved]:
@@ -107,6 +114,7 @@ def _saved(path: Path, name: str) -> list[Saved]:
                     _space(schema),
                     _records(db, str(collection), saved_to),
                     dimension if isinstance(dimension, int) and dimension > 0 else None,
+                    saved_to if isinstance(saved_to, int) else None,
                 )
                 for segment, schema, saved_to, collection, dimension in rows
             ]
@@ -146,6 +154,7 @@ def collection_damage(path: Path, name: str, *, thorough: bool = False) -> str |
             unit=saved.space == "cosine",
             records=saved.records,
             dimension=saved.dimension,
+            labels_up_to=saved.saved_to,
         )
         if wrong:
             return f"its saved files in {saved.segment}: {wrong}"
@@ -159,10 +168,11 @@ def damage(
     unit: bool = False,
     records: int | None = None,
     dimension: int | None = None,
+    labels_up_to: int | None = None,
 ) -> str | None:
     """What is wrong with a saved index's files, or None. ``unit``: its vectors are of unit
     length (a cosine index normalises them); ``records``: it holds at least that many;
-    ``dimension``: its vectors'."""
+    ``dimension``: its vectors'; ``labels_up_to``: no label is higher."""
     missing = [file for file in FILES if not (folder / file).is_file()]
     if missing:
         return f"{', '.join(missing)} gone"
@@ -193,7 +203,7 @@ def damage(
     if header.count == 0:
         return None
     return _upper_damage(folder / "link_lists.bin", header) or _level0_damage(
-        folder, header, thorough=thorough, unit=unit
+        folder, header, thorough=thorough, unit=unit, labels_up_to=labels_up_to
     )
 
 
@@ -212,6 +222,17 @@ def _header_damage(header: Header, dimension: int | None) -> str | None:
         )
     if header.count == 0 and header.max_level != -1:
         return "header.bin holds no element but a top level to search from"
+    # What Chroma derives from M, read back as saved (a new element's levels come from mult:
+    # a wrong one crashed every command or made the load run for good).
+    m = header.m
+    if not (
+        2 <= m <= 10_000
+        and header.max_links == m
+        and header.max_links0 == 2 * m
+        and math.isclose(header.mult, 1 / math.log(m), rel_tol=1e-6)
+        and header.ef_construction >= 1
+    ):
+        return "header.bin holds graph parameters (M, maxM, maxM0, mult) that do not agree"
     return None
 
 
@@ -285,12 +306,18 @@ def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[tuple[np.nda
         yield picked, np.asarray(rows[picked])
 
 
-def _level0_damage(folder: Path, header: Header, *, thorough: bool, unit: bool) -> str | None:
-    """Level-0 links (a count up to maxM0, each to an element that exists) and, in a cosine
-    index, unit-length vectors (a zero vector stays zero, its recorded length 0): of every
-    element when ``thorough`` or the index is small, else of a sample."""
+def _level0_damage(
+    folder: Path, header: Header, *, thorough: bool, unit: bool, labels_up_to: int | None
+) -> str | None:
+    """Of every element when ``thorough`` or the index is small, else of a sample: level-0
+    links (a count up to maxM0, each to an element that exists), labels (from 1, none above
+    ``labels_up_to``, no two alike where every element is read) and, in a cosine index,
+    unit-length vectors with their recorded lengths (Chroma scales a vector it returns by
+    it): a zero vector stays zero with length 0, any other has a finite length above 0."""
     links_end = header.level0 + 4 * (1 + header.max_links0)
     recorded = np.fromfile(folder / "length.bin", dtype="<f4", count=header.count)
+    every = thorough or header.count <= READ_ALL_UP_TO
+    seen: list[np.ndarray] = []
     for picked, block in _blocks(folder / "data_level0.bin", header, thorough):
         words = block[:, header.level0 : links_end].copy().view("<u4")
         counts = words[:, 0] & 0xFFFF
@@ -299,10 +326,26 @@ def _level0_damage(folder: Path, header: Header, *, thorough: bool, unit: bool) 
         used = np.arange(1, words.shape[1])[None, :] <= counts[:, None]
         if (used & (words[:, 1:] >= header.count)).any():
             return "data_level0.bin links to elements that do not exist"
+        labels = block[:, header.label : header.label + 8].copy().view("<u8").ravel()
+        if labels.min() < 1 or (labels_up_to is not None and labels.max() > labels_up_to):
+            return "data_level0.bin holds labels Chroma never gave"
+        seen.append(labels)
         if unit:
-            vectors = block[:, header.vector : header.label].copy().view("<f4")
-            lengths = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
-            zero = (recorded[picked] == 0) & (lengths == 0)
-            if not (zero | (np.abs(lengths - 1.0) <= _UNIT)).all():
-                return "data_level0.bin holds vectors that are not of unit length"
+            wrong = _lengths_damage(block[:, header.vector : header.label], recorded[picked])
+            if wrong:
+                return wrong
+    if every and seen and len(np.unique(np.concatenate(seen))) < header.count:
+        return "data_level0.bin gives two elements one label"
+    return None
+
+
+def _lengths_damage(vectors: np.ndarray, recorded: np.ndarray) -> str | None:
+    values = vectors.copy().view("<f4")
+    lengths = np.sqrt(np.einsum("ij,ij->i", values, values, dtype=np.float64))
+    zero = lengths == 0
+    if not (zero | (np.abs(lengths - 1.0) <= _UNIT)).all():
+        return "data_level0.bin holds vectors that are not of unit length"
+    kept = np.where(zero, recorded == 0, np.isfinite(recorded) & (recorded > 0))
+    if not kept.all():
+        return "length.bin holds lengths that do not fit the vectors"
     return None
