@@ -259,6 +259,8 @@ def _levels(words: np.ndarray, header: Header) -> tuple[np.ndarray, np.ndarray] 
         levels[element] = size // (4 * per_level)
         starts[element] = nonzero + 1
         element, at = element + 1, nonzero + 1 + size // 4
+        if at > len(words):
+            return "link_lists.bin ends inside a link list"
 
 
 def _upper_damage(file: Path, header: Header) -> str | None:
