@@ -71,6 +71,15 @@ class Header:
         return cls(f[3], f[2], f[4], f[1], f[6], f[5], f[7], f[8], f[9], f[10], f[11], f[12], f[13])
 
     @property
+    def links0_end(self) -> int:
+        """Where an element's level-0 links end: a count, then maxM0 links."""
+        return self.level0 + 4 * (1 + self.max_links0)
+
+    def reads_every(self, thorough: bool) -> bool:
+        """Whether a check reads every level-0 element (else a sample)."""
+        return thorough or self.count <= READ_ALL_UP_TO
+
+    @property
     def level_words(self) -> int:
         """4-byte words per level above 0 in link_lists.bin: a count, then maxM links."""
         return 1 + self.max_links
@@ -108,25 +117,29 @@ def _saved(path: Path, name: str) -> list[Saved]:
                 "WHERE c.name = ? AND s.scope = 'VECTOR'",
                 (name,),
             ).fetchall()
-            return [
-                Saved(
-                    str(segment),
-                    _space(schema),
-                    _records(db, str(collection), saved_to),
-                    dimension if isinstance(dimension, int) and dimension > 0 else None,
-                    saved_to if isinstance(saved_to, int) else None,
+            found = []
+            for segment, schema, seq_id, collection, dimension in rows:
+                # Sequence numbers stored otherwise (another chromadb) are not compared.
+                saved_to = seq_id if isinstance(seq_id, int) else None
+                found.append(
+                    Saved(
+                        str(segment),
+                        _space(schema),
+                        _records(db, str(collection), saved_to),
+                        dimension if isinstance(dimension, int) and dimension > 0 else None,
+                        saved_to,
+                    )
                 )
-                for segment, schema, saved_to, collection, dimension in rows
-            ]
+            return found
     except sqlite3.Error:
         return []
 
 
-def _records(db: sqlite3.Connection, collection: str, saved_to: object) -> int | None:
+def _records(db: sqlite3.Connection, collection: str, saved_to: int | None) -> int | None:
     """The collection's records whose last write is at or before ``saved_to`` (a deleted one
     is gone, an updated one counts at its newer write: both leave the bound a lower one)."""
-    if not isinstance(saved_to, int):
-        return None  # sequence numbers stored otherwise (another chromadb): not compared
+    if saved_to is None:
+        return None
     row = db.execute(
         "SELECT COUNT(*), SUM(typeof(e.seq_id) != 'integer') FROM embeddings e "
         "JOIN segments s ON e.segment_id = s.id "
@@ -212,8 +225,7 @@ def _header_damage(header: Header, dimension: int | None) -> str | None:
     links, vector and label lie, and an empty index's top level."""
     if header.room < header.count:
         return f"header.bin makes room for {header.room} elements but holds {header.count}"
-    links_end = header.level0 + 4 * (1 + header.max_links0)
-    if not links_end <= header.vector < header.label <= header.per_element - 8:
+    if not header.links0_end <= header.vector < header.label <= header.per_element - 8:
         return "header.bin does not lay out an element as links, a vector, then a label"
     if dimension is not None and header.label - header.vector != 4 * dimension:
         size = (header.label - header.vector) // 4
@@ -294,11 +306,11 @@ def _upper_damage(file: Path, header: Header) -> str | None:
     return None
 
 
-def _blocks(file: Path, header: Header, thorough: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The elements read, and their bytes a row each: all of them in blocks (``thorough``, or
-    a small index), or a sample and the entry point."""
+def _blocks(file: Path, header: Header, every: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The elements read, and their bytes a row each: all of them in blocks (``every``), or a
+    sample and the entry point."""
     rows = np.memmap(file, dtype=np.uint8, mode="r", shape=(header.count, header.per_element))
-    if thorough or header.count <= READ_ALL_UP_TO:
+    if every:
         for start in range(0, header.count, _BLOCK):
             stop = min(start + _BLOCK, header.count)
             yield np.arange(start, stop), np.asarray(rows[start:stop])
@@ -316,12 +328,11 @@ def _level0_damage(
     ``labels_up_to``, no two alike where every element is read) and, in a cosine index,
     unit-length vectors with their recorded lengths (Chroma scales a vector it returns by
     it): a zero vector stays zero with length 0, any other has a finite length above 0."""
-    links_end = header.level0 + 4 * (1 + header.max_links0)
     recorded = np.fromfile(folder / "length.bin", dtype="<f4", count=header.count)
-    every = thorough or header.count <= READ_ALL_UP_TO
+    every = header.reads_every(thorough)
     seen: list[np.ndarray] = []
-    for picked, block in _blocks(folder / "data_level0.bin", header, thorough):
-        words = block[:, header.level0 : links_end].copy().view("<u4")
+    for picked, block in _blocks(folder / "data_level0.bin", header, every):
+        words = block[:, header.level0 : header.links0_end].copy().view("<u4")
         counts = words[:, 0] & 0xFFFF
         if counts.max() > header.max_links0:
             return "data_level0.bin holds more links than an element may have"
