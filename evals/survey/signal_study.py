@@ -25,7 +25,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from fit_survey_bar import EVAL_SET, FIT_SPLITS, cited_scores, fit
+from fit_survey_bar import (
+    EVAL_SET,
+    FIT_SPLITS,
+    REFUSAL_MARGIN,
+    choose_include,
+    cited_scores,
+    held_out_probabilities,
+)
 
 from assistant.chain import Request
 from assistant.core import Assistant
@@ -100,25 +107,16 @@ def collect(assistant: Assistant, items: list) -> list[Row]:
 
 
 def study(rows: list[Row], extra: tuple[str, ...], answerable: set[str]) -> tuple[float, ...]:
-    x = np.array([r[2] + [r[1][s] for s in extra] for r in rows])
-    y = np.array([r[3] for r in rows], dtype=float)
-    qid = np.array([r[0] for r in rows])
-    held: dict[str, list[tuple[float, bool]]] = {}
-    for q in dict.fromkeys(qid.tolist()):
-        p = fit(x[qid != q], y[qid != q]).probability(x[qid == q].tolist())
-        held[q] = list(zip(p.tolist(), (y[qid == q] > 0).tolist(), strict=True))
+    """The fit script's held-out probabilities and threshold choice, on these features."""
+    held = held_out_probabilities([(q, f + [sig[s] for s in extra], g) for q, sig, f, g in rows])
     kept = {q: s for q, s in held.items() if q in answerable}
-
-    def f1(t: float) -> float:
-        pr = [cited_scores(s, t) for s in kept.values()]
-        return float(np.mean([2 * p * r / (p + r) if p + r else 0.0 for p, r in pr]))
-
-    include = max(np.round(np.arange(0.05, 0.9, 0.01), 2).tolist(), key=f1)
+    include = choose_include(kept)
     pr = np.array([cited_scores(s, include) for s in kept.values()])
-    floor = min(max(p for p, _ in s) for s in kept.values()) - 0.05
+    f1 = float(np.mean([2 * p * r / (p + r) if p + r else 0.0 for p, r in pr]))
+    floor = min(max(p for p, _ in s) for s in kept.values()) - REFUSAL_MARGIN
     unanswerable = [max(p for p, _ in s) for q, s in held.items() if q not in answerable]
     refused = float(np.mean([p < floor for p in unanswerable])) if unanswerable else 0.0
-    return include, pr[:, 0].mean(), pr[:, 1].mean(), f1(include), refused
+    return include, pr[:, 0].mean(), pr[:, 1].mean(), f1, refused
 
 
 def main() -> None:
