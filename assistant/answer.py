@@ -43,14 +43,16 @@ class Citation:
 @dataclass
 class Usage:
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # reasoning included, as servers count it
     cost_usd: float | None = None
     estimated: bool = True  # True when counted with tiktoken, False when the provider reported
+    reasoning_tokens: int = 0  # of completion_tokens, those the model spent reasoning
 
     def to_json(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "cost_usd": self.cost_usd,
             "estimated": self.estimated,
         }
@@ -72,6 +74,7 @@ class Answer:
     notice: str | None = None  # e.g. how to switch on an LLM; shown, not part of the answer
     search_query: str | None = None  # the standalone query searched, when it differs
     checks: list[SentenceCheck] = field(default_factory=list)  # per-sentence support, if verified
+    reasoning: str = ""  # what a reasoning model thought before answering; never the answer
 
     def paper_of(self, citation: Citation) -> Paper | None:
         """The cited paper with all its metadata (cited papers are among those retrieved)."""
@@ -94,6 +97,7 @@ class Answer:
                 for h in self.retrieved
             ],
             "warnings": list(self.warnings),
+            "reasoning": self.reasoning or None,
             "checks": [c.to_json() for c in self.checks],
             "usage": self.usage.to_json(),
             "latency_ms": round(self.latency_ms, 1),

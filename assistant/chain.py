@@ -19,6 +19,8 @@ from assistant.context import Context, build_context
 from assistant.errors import AssistantError
 from assistant.llm.base import Provider, StreamWarning
 from assistant.llm.pricing import estimate_cost
+from assistant.llm.refusals import is_refusal as declines
+from assistant.llm.reply import Reasoning
 from assistant.prompts import render
 from assistant.renumber import Renumberer, in_order_of_citation
 from assistant.retrieval import Hit
@@ -38,7 +40,8 @@ REVISE = (
 )
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
-OnStatus = Callable[[str], None]  # told "searching", then "answering" when the model is asked
+# Told "searching", then "answering" when the model is asked, "thinking" while it reasons.
+OnStatus = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ def _sum_usage(a: Usage, b: Usage) -> Usage:
     return Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=a.completion_tokens + b.completion_tokens,
+        reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
         cost_usd=None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd,
         estimated=a.estimated or b.estimated,
     )
@@ -119,13 +123,15 @@ class AnswerChain:
         limit = self.settings.max_question_tokens
         return len(question.encode("utf-8")) > limit and self.count(question) > limit
 
-    def _estimate_usage(self, context: Context, text: str) -> Usage:
+    def _estimate_usage(self, context: Context, text: str, reasoning: str) -> Usage:
         """tiktoken counts, for providers that report no usage of their own."""
         prompt = render("answer_user", question=context.question, sources=context.block)
         system = render("answer_system", cannot_answer=CANNOT_ANSWER)
+        thought = self.count(reasoning) if reasoning else 0
         return Usage(
             prompt_tokens=self.count(system) + self.count(prompt) + 8,
-            completion_tokens=self.count(text),
+            completion_tokens=self.count(text) + thought,
+            reasoning_tokens=thought,
             estimated=True,
         )
 
@@ -165,6 +171,7 @@ class AnswerChain:
         text: str,
         usage: Usage | None,
         started: float,
+        reasoning: str = "",
     ) -> Answer:
         answer = Answer(
             question=request.question,
@@ -176,10 +183,18 @@ class AnswerChain:
             model=self.provider.model,
             notice=self.provider.notice,
             search_query=request.search_query,
+            reasoning=reasoning,
         )
         if context is None:
             answer.warnings.append("no retrieved abstract is close enough to the question")
         else:
+            if self.provider.prompts_model and declines(text):
+                # A model that says, in our words or its own, that the sources do not answer.
+                if not is_refusal(text):
+                    answer.warnings.append("the model declined: " + " ".join(text.split())[:300])
+                answer.usage = self._usage(usage or self._estimate_usage(context, text, reasoning))
+                answer.latency_ms = (time.perf_counter() - started) * 1000
+                return answer
             checked = check_citations(text, context.sources)
             attributed: set[str] = set()
             if not checked.citations and self.verifier and text.strip() and not is_refusal(text):
@@ -214,22 +229,33 @@ class AnswerChain:
                     f"{context.dropped} retrieved paper(s) did not fit the "
                     "context budget (ASSISTANT_LLM__CONTEXT_TOKENS)"
                 )
-            usage = usage or self._estimate_usage(context, text)
-        answer.usage = usage or Usage(estimated=False, cost_usd=0.0)
-        if answer.usage.cost_usd is None:
-            answer.usage.cost_usd = estimate_cost(
-                self.provider.model, answer.usage.prompt_tokens, answer.usage.completion_tokens
-            )
+            usage = usage or self._estimate_usage(context, text, reasoning)
+        answer.usage = self._usage(usage)
         answer.latency_ms = (time.perf_counter() - started) * 1000
         return answer
 
+    def _usage(self, usage: Usage | None) -> Usage:
+        """The answer's usage, priced when the provider did not price it."""
+        usage = usage or Usage(estimated=False, cost_usd=0.0)
+        if usage.cost_usd is None:
+            usage.cost_usd = estimate_cost(
+                self.provider.model, usage.prompt_tokens, usage.completion_tokens
+            )
+        return usage
+
     # -- entry points -----------------------------------------------------------------------
     def _generate(
-        self, request: Request, hits: list[Hit], context: Context | None, started: float
-    ) -> Iterator[str | Answer]:
+        self,
+        request: Request,
+        hits: list[Hit],
+        context: Context | None,
+        started: float,
+        on_status: OnStatus | None = None,
+    ) -> Iterator[str | Reasoning | Answer]:
         """The provider's text, its citations already renumbered as the reader will see them
-        (1..n in order of first appearance), then the checked Answer."""
+        (1..n in order of first appearance), and its reasoning apart; then the checked Answer."""
         pieces: list[str] = []
+        thoughts: list[str] = []
         usage: Usage | None = None
         notes: list[str] = []  # the provider's warnings, e.g. a truncated answer
         if context is not None:
@@ -237,22 +263,33 @@ class AnswerChain:
             for piece in self.provider.stream(context):
                 if isinstance(piece, Usage):
                     usage = piece
-                    continue
-                if isinstance(piece, StreamWarning):
+                elif isinstance(piece, StreamWarning):
                     notes.append(piece.text)
-                    continue
-                piece = printable(piece)  # whoever wrote it: no escape sequences
-                pieces.append(piece)
-                if shown := renumberer.feed(piece):
-                    yield shown
+                elif isinstance(piece, Reasoning):
+                    if piece.retracts:  # what was taken for the answer was reasoning
+                        pieces.clear()
+                        renumberer = Renumberer(len(context.sources))
+                    if on_status and not thoughts:
+                        on_status("thinking")
+                    thoughts.append(printable(piece.text))
+                    yield Reasoning(printable(piece.text), piece.retracts)
+                else:
+                    piece = printable(piece)  # whoever wrote it: no escape sequences
+                    pieces.append(piece)
+                    if shown := renumberer.feed(piece):
+                        yield shown
             if rest := renumberer.flush():
                 yield rest
-        answer = self.finish(request, hits, context, "".join(pieces), usage, started)
+        text, reasoning = "".join(pieces), "".join(thoughts)
+        answer = self.finish(request, hits, context, text, usage, started, reasoning)
         answer.warnings.extend(notes)
         yield answer
 
-    def stream(self, request: Request, on_status: OnStatus | None = None) -> Iterator[str | Answer]:
-        """Text pieces as the provider produces them, then the checked Answer."""
+    def stream(
+        self, request: Request, on_status: OnStatus | None = None
+    ) -> Iterator[str | Reasoning | Answer]:
+        """Text pieces as the provider produces them (and its reasoning, as ``Reasoning``), then
+        the checked Answer."""
         started = time.perf_counter()
         if on_status:
             on_status("searching")
@@ -262,11 +299,11 @@ class AnswerChain:
         if self.settings.strict and self.verifier and self.provider.prompts_model:
             yield from self._strict(request, hits, context, started)
         else:
-            yield from self._generate(request, hits, context, started)
+            yield from self._generate(request, hits, context, started, on_status)
 
     def _strict(
         self, request: Request, hits: list[Hit], context: Context | None, started: float
-    ) -> Iterator[str | Answer]:
+    ) -> Iterator[str | Reasoning | Answer]:
         """Strict mode: the unsupported sentences of the first answer are named to the model
         once; what is still unsupported is dropped and said so. Shown only when complete."""
         *_, answer = self._generate(request, hits, context, started)

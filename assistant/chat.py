@@ -30,6 +30,7 @@ HELP = """Commands:
   /sources            sources of the last answer
   /show N             full abstract of citation [N]
   /explain            each sentence of the last answer: support score, closest cited sentence
+  /reasoning          show a reasoning model's thinking before its answers (again: hide it)
   /k N                papers retrieved per question (now {k})
   /filter KEY=VALUE   only papers whose source_file, year or venue is VALUE; /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
@@ -60,6 +61,7 @@ class ChatSession:
             raise AssistantError(str(exc)) from exc
         self.filters: dict[str, str] = dict(filters or {})
         self.conversation = Conversation()
+        self.show_reasoning = False
 
     # -- output -----------------------------------------------------------------------------
     def header(self) -> str:
@@ -109,6 +111,7 @@ class ChatSession:
             "/reset": lambda _: self.reset(),
             "/save": self.save,
             "/explain": self.explain,
+            "/reasoning": lambda _: self.toggle_reasoning(),
         }
         action = actions.get(name)
         if action is None:
@@ -137,7 +140,9 @@ class ChatSession:
                 search_query=resolution.query,
                 on_status=waiting.stage,
             )
-            answer, streamed = render.stream_answer(self.console, pieces, waiting=waiting)
+            answer, streamed = render.stream_answer(
+                self.console, pieces, waiting=waiting, show_reasoning=self.show_reasoning
+            )
         render.checked_text(self.console, answer, streamed)
         render.support_lines(self.console, answer)
         line = render.sources_line(answer)
@@ -148,6 +153,13 @@ class ChatSession:
         self.conversation.add(question, resolution.query, answer)
 
     # -- commands ---------------------------------------------------------------------------
+    def toggle_reasoning(self) -> None:
+        self.show_reasoning = not self.show_reasoning
+        if self.show_reasoning:
+            self.say("a reasoning model's thinking is shown, dimmed, before its answers")
+        else:
+            self.say("reasoning hidden (the status line says while the model thinks)")
+
     def explain(self, arg: str = "") -> None:
         """Each sentence of the last answer: its support score and the closest cited sentence."""
         answer = self._last()

@@ -343,6 +343,11 @@ def llm_overrides(
     default=None,
     help="Judge every sentence against its cited abstracts [default: with a chat model].",
 )
+@click.option(
+    "--show-reasoning",
+    is_flag=True,
+    help="Print a reasoning model's thinking, dimmed, before its answer (--json always has it).",
+)
 @llm_options
 @store_options
 def ask(
@@ -354,6 +359,7 @@ def ask(
     explain: bool,
     strict: bool,
     verify: bool | None,
+    show_reasoning: bool,
     provider: str | None,
     model: str | None,
     base_url: str | None,
@@ -376,7 +382,7 @@ def ask(
                 question, k=k, filters=parse_filters(filters), on_status=waiting.stage
             )
             answer, streamed = render.stream_answer(
-                console, pieces, show=not no_stream, waiting=waiting
+                console, pieces, show=not no_stream, waiting=waiting, show_reasoning=show_reasoning
             )
         print_answer(console, answer, streamed, explain)
 

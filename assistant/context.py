@@ -2,7 +2,8 @@
 
 Each retrieved paper becomes ``<source n="1" ...>abstract</source>``. Abstracts are untrusted
 data: anything in them that looks like our own delimiters is defused, so an abstract cannot close
-its block and speak as the system.
+its block and speak as the system, and chat-template control tokens are neutralised
+(``untrusted.py``), so it cannot open a turn of its own.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assistant.retrieval import Hit
+from assistant.untrusted import neutralise
 
 _DELIMITER = re.compile(r"<\s*/?\s*(source|question|system|user|assistant)\b", re.IGNORECASE)
 
 
 def defuse(text: str) -> str:
-    """Make tag-like text inert: '</source>' -> '‹/source>'."""
-    return _DELIMITER.sub(lambda m: "‹" + m.group(0)[1:], text)
+    """Make tag-like text inert: '</source>' -> '‹/source>', '<|im_start|>' -> '‹im_start›'."""
+    return _DELIMITER.sub(lambda m: "‹" + m.group(0)[1:], neutralise(text))
 
 
 def _attr(value: str) -> str:

@@ -30,6 +30,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.llm.focus import is_survey
+from assistant.llm.reply import Reasoning
 from assistant.locking import index_files, writer_lock, writer_running
 from assistant.metadata_questions import asked_year, is_listing, topic_query
 from assistant.retrieval import Hit, HybridRetriever
@@ -411,9 +412,11 @@ class Assistant:
         filters: Mapping[str, Any] | None = None,
         search_query: str | None = None,
         on_status: OnStatus | None = None,
-    ) -> Iterator[str | Answer]:
-        """Yield the answer text as it arrives, then the checked ``Answer``. ``on_status`` is
-        told "searching", then "answering" once the sources are found and the model is asked."""
+    ) -> Iterator[str | Reasoning | Answer]:
+        """Yield the answer text as it arrives, then the checked ``Answer``; a reasoning model's
+        thinking comes as ``Reasoning`` pieces, never as text. ``on_status`` is told
+        "searching", then "answering" once the sources are found and the model is asked, and
+        "thinking" when the model starts to reason."""
         request = self._request(question, k, filters, search_query)
         return self.chain().stream(request, on_status)
 

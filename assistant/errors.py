@@ -56,3 +56,8 @@ class EmbedderMismatchError(StoreError):
 
 class ProviderError(AssistantError):
     """The language-model or embedding provider failed (unreachable, timeout, bad answer)."""
+
+
+class NoAnswerError(ProviderError):
+    """The model replied without an answer: nothing at all, or only reasoning. Not a refusal;
+    the eval counts these apart."""

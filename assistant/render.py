@@ -16,6 +16,8 @@ from assistant.answer import CANNOT_ANSWER, Answer, Usage
 from assistant.corpus import Paper
 from assistant.ingest import IngestReport
 from assistant.latex import LatexStream, latex_to_text
+from assistant.llm.reply import Reasoning
+from assistant.markdown import MarkdownStream, markdown_to_text
 from assistant.retrieval import Hit
 from assistant.terminal import Waiting, WordWrapper
 
@@ -109,17 +111,21 @@ def sources_line(answer: Answer) -> Text:
 
 def stream_answer(
     console: Console,
-    pieces: Iterable[str | Answer],
+    pieces: Iterable[str | Reasoning | Answer],
     show: bool = True,
     waiting: Waiting | None = None,
+    show_reasoning: bool = False,
 ) -> tuple[Answer, bool]:
-    """Print text pieces as they arrive (LaTeX as text, wrapped between words on a terminal,
-    citations highlighted); return the checked Answer and whether anything was streamed.
-    ``waiting``'s status line is taken down before the first text is printed."""
+    """Print text pieces as they arrive (LaTeX as text, markdown made plain, wrapped between
+    words on a terminal, citations highlighted); return the checked Answer and whether anything
+    was streamed. ``waiting``'s status line is taken down before the first text is printed.
+    A reasoning model's thinking is printed dimmed and apart with ``show_reasoning``; without
+    it, the status line says the model is thinking."""
     answer: Answer | None = None
     streamed = False
-    latex = LatexStream()
+    latex, markdown = LatexStream(), MarkdownStream()
     wrapper = WordWrapper(None if console.soft_wrap else console.width)
+    thinking = ReasoningPrinter(console) if show_reasoning else None
 
     def write(text: str) -> None:
         if text:
@@ -129,18 +135,55 @@ def stream_answer(
         for piece in pieces:
             if isinstance(piece, Answer):
                 answer = piece
+            elif isinstance(piece, Reasoning):
+                if piece.retracts and streamed:
+                    console.print(Text("\n(the text above was the model's reasoning)", "dim"))
+                    latex, markdown = LatexStream(), MarkdownStream()
+                    wrapper = WordWrapper(None if console.soft_wrap else console.width)
+                    streamed = False
+                if thinking is not None and show:
+                    if waiting is not None:
+                        waiting.stop()
+                    thinking.feed(piece.text)
             elif show:
                 if waiting is not None:
                     waiting.stop()
-                write(wrapper.feed(latex.feed(piece)))
+                if thinking is not None:
+                    thinking.close()
+                write(wrapper.feed(markdown.feed(latex.feed(piece))))
                 streamed = True
     finally:  # also when the stream fails or is cancelled: show what did arrive
         if waiting is not None:
             waiting.stop()
-        write(wrapper.feed(latex.flush()) + wrapper.flush())
+        if thinking is not None:
+            thinking.close()
+        write(wrapper.feed(markdown.feed(latex.flush()) + markdown.flush()) + wrapper.flush())
     if answer is None:
         raise RuntimeError("the answer stream ended without an Answer")
     return answer, streamed
+
+
+class ReasoningPrinter:
+    """The model's reasoning, dimmed, under a "thinking:" heading, ended by a blank line."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.open = False
+        self.done = False
+
+    def feed(self, text: str) -> None:
+        if self.done or not text:
+            return
+        if not self.open:
+            self.console.print(Text("thinking:", style="dim italic"))
+            self.open = True
+            text = text.lstrip()
+        self.console.print(Text(text, style="dim"), end="", soft_wrap=True)
+
+    def close(self) -> None:
+        if self.open and not self.done:
+            self.console.print("\n")
+        self.done = True
 
 
 def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
@@ -161,7 +204,7 @@ def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
         if not (answer.refused or rewritten):
             return
         console.print(Text("checked answer:", style="bold"))
-    console.print(highlight_citations(latex_to_text(answer.text)))
+    console.print(highlight_citations(markdown_to_text(latex_to_text(answer.text))))
 
 
 def support_lines(console: Console, answer: Answer, explain: bool = False) -> None:

@@ -102,6 +102,7 @@ STAGES = {
     "condensing": ("rewriting the follow-up", True),
     "searching": ("searching", False),
     "answering": ("waiting for the model", True),
+    "thinking": ("model is thinking", True),  # a reasoning model, before its answer
     "quoting": ("choosing sentences", False),  # the extractive default: no model to wait for
 }
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from assistant import CANNOT_ANSWER, Answer, Assistant, load_settings
 from assistant.chain import Request
 from assistant.cli import main
-from assistant.errors import ConfigError, ProviderError
+from assistant.errors import ConfigError, NoAnswerError, ProviderError
 from assistant.tokens import count_tokens
 from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
@@ -114,9 +114,12 @@ def test_out_of_corpus_question_never_reaches_the_model(llm, server):
 
 
 def test_empty_and_malformed_replies(llm, server):
-    server.enqueue(Reply(text=""))
-    empty = llm.ask(KVFLOW_Q)
-    assert empty.refused and "the model returned an empty answer" in empty.warnings
+    server.enqueue(Reply(text=""))  # an error naming server and model, never a refusal
+    with pytest.raises(
+        NoAnswerError,
+        match=r"at http://127.0.0.1:\d+/v1 \(model 'gpt-4o-mini'\) returned an empty answer",
+    ):
+        llm.ask(KVFLOW_Q)
     server.enqueue(Reply(raw=b"<html>bad gateway</html>"), Reply(raw=b"<html>bad</html>"))
     with pytest.raises(ProviderError, match="not a valid chat completion"):
         llm.ask(KVFLOW_Q)
@@ -233,6 +236,7 @@ def test_cli_ask_json_contract(shipped_store, server):
         "citations",
         "retrieved",
         "warnings",
+        "reasoning",
         "checks",
         "usage",
         "latency_ms",
@@ -240,6 +244,7 @@ def test_cli_ask_json_contract(shipped_store, server):
         "model",
     }
     assert payload["provider"] == "openai" and payload["model"] == "llama3.1"
+    assert payload["reasoning"] is None  # a model that did not reason
     keys = {"sentence", "sources", "score", "verdict", "evidence", "attributed"}
     assert payload["checks"] and all(set(c) == keys for c in payload["checks"])
     assert payload["citations"][0]["label"] == "KVFlow"

@@ -19,6 +19,7 @@ from typing import Any
 from assistant.answer import Answer
 from assistant.conversation import Conversation
 from assistant.core import Assistant
+from assistant.errors import NoAnswerError
 from assistant.eval.citation_quality import citation_quality
 from assistant.eval.dataset import EvalItem
 from assistant.eval.faithfulness import faithfulness
@@ -67,12 +68,40 @@ def _converse(assistant: Assistant, conversation: Conversation, question: str) -
     return answer
 
 
+def error_row(item: EvalItem, error: Exception) -> dict[str, Any]:
+    """A question the model gave no answer to (an empty or reasoning-only reply): counted
+    apart, in no metric, and asked again by ``--resume``."""
+    return {
+        "id": item.id,
+        "type": item.type,
+        "question": item.question,
+        "search_query": item.question,
+        "answerable": item.answerable,
+        "refused": False,
+        "correct": False,
+        "error": str(error),
+        "answer": "",
+        "cited": [],
+        "gold": item.gold_labels,
+        "warnings": [str(error)],
+        "latency_ms": 0.0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "tokens_estimated": False,
+        "cost_usd": None,
+        "metrics": {},
+    }
+
+
 def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, Any]:
     """Answer one question (after its conversation history) and compute every metric."""
     conversation = Conversation()
-    for earlier in item.history:
-        _converse(assistant, conversation, earlier)
-    answer = _converse(assistant, conversation, item.question)
+    try:
+        for earlier in item.history:
+            _converse(assistant, conversation, earlier)
+        answer = _converse(assistant, conversation, item.question)
+    except NoAnswerError as exc:
+        return error_row(item, exc)
     query = conversation.turns[-1].search_query
     ranked = [h.paper_id for h in assistant.search(query, k=10)]
     gold = {pid: 1.0 for pid in item.gold_papers}
@@ -145,7 +174,10 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"questions": len(rows)}
+    """Every metric over the answered questions; replies with no answer are counted apart."""
+    errors = sum(1 for r in rows if r.get("error"))
+    rows = [r for r in rows if not r.get("error")]
+    out: dict[str, Any] = {"questions": len(rows) + errors, "no_answer": errors}
     for name in PER_QUESTION:
         values = [r["metrics"][name] for r in rows if r["metrics"].get(name) is not None]
         out[name] = round(statistics.mean(values), 4) if values else None
@@ -168,6 +200,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def read_done(path: Path) -> dict[str, dict[str, Any]]:
     """Rows already answered in an earlier (interrupted) run; a torn last line is ignored."""
+    # Later lines win: a question asked again after a reply with no answer.
     done: dict[str, dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -175,7 +208,8 @@ def read_done(path: Path) -> dict[str, dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            done[row["id"]] = row
+            if not row.get("error"):  # a reply with no answer is asked again
+                done[row["id"]] = row
     return done
 
 

@@ -70,8 +70,17 @@ def metric_label(name: str) -> str:
     return f"{name} (lower is better)" if name in LOWER_IS_BETTER else name
 
 
+def _refused(row: dict[str, Any]) -> str:
+    """The refused column: yes, no, or "no answer" (an empty or reasoning-only reply)."""
+    if row.get("error"):
+        return "no answer"
+    return "yes" if row["refused"] else "no"
+
+
 def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [(metric_label(name), metric_value(name, aggregate.get(name))) for name in METRICS]
+    if aggregate.get("no_answer"):  # counted apart: in no metric above
+        rows.insert(0, ("replies with no answer (not in the metrics)", str(aggregate["no_answer"])))
     p50, p95 = aggregate.get("latency_p50_ms"), aggregate.get("latency_p95_ms")
     rows += [
         ("latency p50 / p95", f"{milliseconds(p50)} / {milliseconds(p95)}"),
@@ -127,7 +136,7 @@ def markdown(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict[st
         m = r["metrics"]
         cited = _md(", ".join(r["cited"]))
         lines.append(
-            f"| {_md(r['id'])} | {_md(r['type'])} | {'yes' if r['refused'] else 'no'} | "
+            f"| {_md(r['id'])} | {_md(r['type'])} | {_refused(r)} | "
             f"{_fmt(m.get('faithfulness'))} | {_fmt(m.get('citation_f1'))} | "
             f"{_fmt(m.get('correctness'))} | {_fmt(m.get('ndcg@10'))} | "
             f"{_fmt(m.get('cited_precision'))} | {_count(m.get('answer_sentences'))} | {cited} |"
@@ -185,7 +194,7 @@ def html_report(meta: dict[str, Any], aggregate: dict[str, Any], rows: list[dict
         m = r["metrics"]
         questions.append(
             f"<tr><td>{esc(r['id'])}</td><td>{esc(r['type'])}</td><td>{esc(r['question'])}</td>"
-            f"<td>{'yes' if r['refused'] else 'no'}</td><td>{_fmt(m.get('faithfulness'))}</td>"
+            f"<td>{_refused(r)}</td><td>{_fmt(m.get('faithfulness'))}</td>"
             f"<td>{_fmt(m.get('citation_f1'))}</td><td>{_fmt(m.get('correctness'))}</td>"
             f"<td>{_fmt(m.get('ndcg@10'))}</td><td>{esc(', '.join(r['cited']))}</td>"
             f"<td><details><summary>answer</summary>{esc(r['answer'])}</details></td></tr>"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from assistant.answer import Usage
 from assistant.context import Context
+from assistant.llm.reply import Reasoning
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class StreamWarning:
     text: str
 
 
-Piece = str | StreamWarning | Usage  # text deltas (and warnings), then optionally one Usage
+# Answer text deltas, the model's reasoning (never answer text), warnings, then maybe one Usage.
+Piece = str | Reasoning | StreamWarning | Usage
 
 
 class Provider(ABC):

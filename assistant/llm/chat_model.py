@@ -8,10 +8,17 @@ llama.cpp, LM Studio), so Ollama tags such as ``llama3.1:8b`` stay model names.
 A hostile or broken server is bounded. ASSISTANT_LLM__TIMEOUT is one deadline for the whole
 answer, retries included: over the OpenAI protocol it also interrupts a blocked read
 (``deadline.py``), other integrations are checked between chunks. A stream that ends without a
-``finish_reason`` is an error, not an empty answer. The text is capped at ``CHARS_PER_TOKEN`` x
-max_tokens characters, and control characters never reach the caller. Retries (timeouts, 408,
-409, 429, 5xx, before any text arrived) back off within the deadline; what still fails becomes
-one ``ProviderError`` that names the setting to change.
+``finish_reason`` is an error, not an empty answer, and so is a reply with no answer text (empty,
+or reasoning only). The text is capped at ``CHARS_PER_TOKEN`` x max_tokens characters, and
+control characters never reach the caller.
+
+Replies are read as model families write them (``reply.py``): reasoning, inline or in its own
+field (``openai_compat.py``), comes out as ``Reasoning`` pieces, never as answer text; fences and
+citation styles are normalised. Every input is neutralised first (``untrusted.py``): no
+chat-template control token in a question, an abstract or the history reaches the server.
+
+Retries (timeouts, 408, 409, 429, 5xx, before any text arrived) back off within the deadline;
+what still fails becomes one ``ProviderError`` that names the setting to change.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import openai
@@ -28,12 +35,15 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from assistant.answer import CANNOT_ANSWER, Usage
 from assistant.context import Context
-from assistant.errors import ConfigError, ProviderError
+from assistant.errors import ConfigError, NoAnswerError, ProviderError
 from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.deadline import Deadline, deadline_http_client, within
+from assistant.llm.openai_compat import REASONING_KEY, CompatibleChatOpenAI
+from assistant.llm.reply import Reasoning, ReplyReader, read_reply
 from assistant.prompts import load_prompt
 from assistant.settings import LLMSettings
 from assistant.text import printable
+from assistant.untrusted import neutralise
 
 CHARS_PER_TOKEN = 8  # English runs ~4 characters a token; twice that is never a real answer
 _RETRY_STATUS = {408, 409, 429}
@@ -104,8 +114,8 @@ class ChatModelProvider(Provider):
                 stream_usage=True,
                 http_client=deadline_http_client(),
             )
-        else:
-            kwargs["max_retries"] = settings.max_retries
+            return CompatibleChatOpenAI(model=self.model, **kwargs)
+        kwargs["max_retries"] = settings.max_retries
         try:
             return init_chat_model(self.model, model_provider=self.name, **kwargs)
         except ImportError as exc:
@@ -136,18 +146,17 @@ class ChatModelProvider(Provider):
         same deadline, retries, size cap and one-line errors as an answer; with its usage when
         the server reports it. The LLM judge and follow-up condensing use this."""
         chain = ChatPromptTemplate.from_messages([("human", load_prompt(prompt))]) | self.llm
+        inputs = {key: neutralise(value) for key, value in inputs.items()}
 
         def call(deadline: Deadline) -> Generator[Piece]:
             message = chain.invoke(inputs)
-            content = message.content if isinstance(message.content, str) else ""
-            yield printable(content)[: self.max_chars]
-            usage = getattr(message, "usage_metadata", None)
-            if usage:
-                yield Usage(
-                    prompt_tokens=int(usage.get("input_tokens", 0)),
-                    completion_tokens=int(usage.get("output_tokens", 0)),
-                    estimated=False,
-                )
+            content, reasoning = content_parts(message.content)
+            answer, inline = read_reply(printable(content))
+            if not answer.strip():
+                raise _NoAnswer(bool(reasoning or inline), message.response_metadata)
+            yield answer[: self.max_chars]
+            if usage := _usage(getattr(message, "usage_metadata", None)):
+                yield usage
 
         text, usage = "", None
         for piece in self._bounded(call):
@@ -158,49 +167,61 @@ class ChatModelProvider(Provider):
         return text, usage
 
     def stream(self, context: Context) -> Iterator[Piece]:
-        inputs = {"question": context.question, "sources": context.block}
+        inputs = {"question": neutralise(context.question), "sources": neutralise(context.block)}
         yield from self._bounded(lambda deadline: self._read(inputs, deadline))
 
     def _read(self, inputs: dict[str, str], deadline: Deadline) -> Generator[Piece]:
-        """One attempt: text (printable, capped), a warning if cut, then usage."""
+        """One attempt: answer text and reasoning (printable, capped), a warning if cut, then
+        usage. No answer text at all is an error (``_NoAnswer``)."""
         usage: dict[str, Any] | None = None
         finish: str | None = None
+        reader = ReplyReader()
         size = 0
+        answered = False
         chunks = self.chain.stream(inputs)
         try:
             for chunk in chunks:
                 if deadline.expired():
                     raise TimeoutError("the answer's deadline passed between chunks")
                 finish = chunk.response_metadata.get("finish_reason") or finish
-                if chunk.usage_metadata:
-                    usage = dict(chunk.usage_metadata)
-                text = printable(chunk.content) if isinstance(chunk.content, str) else ""
-                if not text:
-                    continue
-                if size + len(text) > self.max_chars:
-                    yield text[: self.max_chars - size]
-                    yield StreamWarning(
-                        f"the answer was truncated at {self.max_chars} characters "
-                        f"({CHARS_PER_TOKEN} per token of ASSISTANT_LLM__MAX_TOKENS="
-                        f"{self.max_tokens}); the model server sent more"
-                    )
-                    return
-                size += len(text)
-                yield text
+                usage = dict(chunk.usage_metadata) if chunk.usage_metadata else usage
+                text, reasoning = content_parts(chunk.content)
+                reasoning += str(chunk.additional_kwargs.get(REASONING_KEY) or "")
+                parts: list[str | Reasoning] = []
+                if reasoning:
+                    parts.append(Reasoning(printable(reasoning)))
+                if text:
+                    parts += reader.feed(printable(text))
+                for part in parts:
+                    length = len(part.text if isinstance(part, Reasoning) else part)
+                    if size + length > self.max_chars:
+                        yield StreamWarning(self._truncated_warning())
+                        return
+                    size += length
+                    answered = answered or (isinstance(part, str) and bool(part.strip()))
+                    yield part
         finally:
             getattr(chunks, "close", lambda: None)()  # stop reading: closes the HTTP response
         if self.name == "openai" and finish is None:
             raise _Incomplete(f"{self._where()} ended the stream before the answer was finished")
+        for part in reader.flush():
+            answered = answered or (isinstance(part, str) and bool(part.strip()))
+            yield part
+        if not answered:
+            raise _NoAnswer(size > 0, {"finish_reason": finish})
         if finish == "length":
             yield StreamWarning(
                 f"the answer was truncated: it reached ASSISTANT_LLM__MAX_TOKENS={self.max_tokens}"
             )
-        if usage:
-            yield Usage(
-                prompt_tokens=int(usage.get("input_tokens", 0)),
-                completion_tokens=int(usage.get("output_tokens", 0)),
-                estimated=False,
-            )
+        if found := _usage(usage):
+            yield found
+
+    def _truncated_warning(self) -> str:
+        return (
+            f"the answer was truncated at {self.max_chars} characters "
+            f"({CHARS_PER_TOKEN} per token of ASSISTANT_LLM__MAX_TOKENS="
+            f"{self.max_tokens}); the model server sent more"
+        )
 
     def _bounded(self, attempt: Callable[[Deadline], Generator[Piece]]) -> Iterator[Piece]:
         """Run ``attempt`` under one deadline, retrying transient failures that happen before
@@ -253,6 +274,8 @@ class ChatModelProvider(Provider):
     def _error(self, exc: Exception, retries: int) -> ProviderError:
         """A failure the retries did not fix, as one actionable line."""
         where = self._where()
+        if isinstance(exc, _NoAnswer):
+            return self._no_answer_error(exc)
         if isinstance(exc, _Incomplete):
             return ProviderError(
                 f"{exc} (no finish_reason; {retries} retries); try again or check the server"
@@ -296,9 +319,66 @@ class ChatModelProvider(Provider):
             return ProviderError(f"{where} failed: {type(exc).__name__}: {_first_line(exc)}")
         raise exc
 
+    def _no_answer_error(self, exc: _NoAnswer) -> NoAnswerError:
+        who = f"{self._where()} (model {self.model!r})"
+        if not exc.reasoned:
+            return NoAnswerError(
+                f"{who} returned an empty answer; check the server's log, or try another "
+                "model with --model"
+            )
+        if exc.finish == "length":
+            return NoAnswerError(
+                f"{who} spent all ASSISTANT_LLM__MAX_TOKENS={self.max_tokens} tokens reasoning "
+                "and wrote no answer; raise ASSISTANT_LLM__MAX_TOKENS (e.g. to 4000) or lower "
+                "the model's reasoning effort"
+            )
+        return NoAnswerError(
+            f"{who} returned only reasoning and no answer; try again, raise "
+            "ASSISTANT_LLM__MAX_TOKENS, or turn the model's thinking mode off"
+        )
+
 
 class _Incomplete(Exception):
     """The stream ended without a finish_reason: the server closed it mid-answer."""
+
+
+class _NoAnswer(Exception):
+    """The reply held no answer text: empty, or reasoning only."""
+
+    def __init__(self, reasoned: bool, metadata: Mapping[str, Any] | None):
+        super().__init__("no answer text in the reply")
+        self.reasoned = reasoned
+        self.finish = (metadata or {}).get("finish_reason")
+
+
+def content_parts(content: Any) -> tuple[str, str]:
+    """(text, reasoning) of a message's content: a string, or a list of content blocks (text,
+    and Anthropic's ``thinking`` or LangChain's ``reasoning`` blocks)."""
+    if isinstance(content, str):
+        return content, ""
+    text: list[str] = []
+    reasoning: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, str):
+            text.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            text.append(str(block.get("text") or ""))
+        elif isinstance(block, dict) and block.get("type") in {"thinking", "reasoning"}:
+            reasoning.append(str(block.get("thinking") or block.get("reasoning") or ""))
+    return "".join(text), "".join(reasoning)
+
+
+def _usage(metadata: Mapping[str, Any] | None) -> Usage | None:
+    """The server's token counts, reasoning included (and also counted apart)."""
+    if not metadata:
+        return None
+    details = metadata.get("output_token_details") or {}
+    return Usage(
+        prompt_tokens=int(metadata.get("input_tokens", 0)),
+        completion_tokens=int(metadata.get("output_tokens", 0)),
+        reasoning_tokens=int(details.get("reasoning", 0) or 0),
+        estimated=False,
+    )
 
 
 def _first_line(exc: BaseException) -> str:
