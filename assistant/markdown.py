@@ -1,7 +1,7 @@
 """Markdown in a model's answer, made plain for the terminal: ``**bold**`` -> ``bold``,
 ``## Heading`` -> ``Heading``, ``* item`` / ``+ item`` -> ``- item`` (the bullet the offline
-answers use too). Numbered lists, italics and code spans stay as written. The stored answer and ``--json`` keep the model's markdown; this is
-for display only, like ``latex.py``.
+answers use too). Numbered lists, italics and code spans stay as written. The stored answer and
+``--json`` keep the model's markdown; this is for display only, like ``latex.py``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,15 @@
 
 A prompt file's placeholders must be exactly the ones its caller fills: a missing or unexpected
 placeholder is an error when the file is loaded, not a silently wrong prompt later.
+
+``ASSISTANT_PROMPTS_DIR`` names a folder of your own prompt files: each file there replaces the
+shipped one of the same name (``answer_system.md``, ...), under the same placeholder check.
+``benchmarks/real_model.py`` measures prompt variants this way.
 """
 
 from __future__ import annotations
 
+import os
 import string
 from functools import lru_cache
 from pathlib import Path
@@ -27,9 +32,24 @@ def placeholders(template: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(template) if field}
 
 
-@lru_cache(maxsize=32)
+PROMPTS_DIR_VARIABLE = "ASSISTANT_PROMPTS_DIR"
+
+
+def _chosen_folder(name: str) -> Path:
+    """The user's folder when it holds this prompt, else the shipped prompts."""
+    own = os.environ.get(PROMPTS_DIR_VARIABLE)
+    if own and (Path(own) / f"{name}.md").is_file():
+        return Path(own)
+    return prompts_dir()
+
+
 def load_prompt(name: str, folder: Path | None = None) -> str:
-    path = (folder or prompts_dir()) / f"{name}.md"
+    return _load_prompt(name, folder or _chosen_folder(name))
+
+
+@lru_cache(maxsize=32)
+def _load_prompt(name: str, folder: Path) -> str:
+    path = folder / f"{name}.md"
     try:
         template = path.read_text(encoding="utf-8")
     except OSError as exc:

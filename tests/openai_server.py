@@ -2,6 +2,11 @@
 (SSE), with scripted replies. It records every request body, so tests can assert on the prompt
 that was actually sent by the real ``openai`` client and LangChain code.
 
+Replies can carry a reasoning model's thinking in its own field (``reasoning`` with
+``reasoning_field`` "reasoning_content", as llama.cpp, vLLM and DeepSeek send it, or "reasoning",
+as Ollama and gpt-oss servers do), streamed before the content; ``chunk_chars`` cuts the stream
+into pieces of that many characters, as token-by-token servers send them.
+
 Replies can also be hostile: SSE keep-alive comments that trickle for as long as the client
 listens (``keepalive``), a connection closed mid-stream with no finish_reason (``cut_after``),
 or any size of text. ``hangups`` records when a client stopped listening.
@@ -32,6 +37,9 @@ class Reply:
     cut_after: int | None = None  # close the connection after this many pieces, unfinished
     finish: str = "stop"  # the finish_reason sent at the end ("length": max_tokens reached)
     headers: dict[str, str] | None = None  # extra response headers, e.g. a long retry-after-ms
+    reasoning: str = ""  # thinking sent in its own field, before the content
+    reasoning_field: str = "reasoning_content"  # or "reasoning"
+    chunk_chars: int | None = None  # stream pieces of this many characters (instead of chunks)
 
 
 class FakeOpenAI:
@@ -140,8 +148,12 @@ class FakeOpenAI:
                     self.wfile.write(data)
                     self.wfile.flush()
 
-                size = max(1, -(-len(reply.text) // max(1, reply.chunks)))
+                size = reply.chunk_chars or max(1, -(-len(reply.text) // max(1, reply.chunks)))
                 pieces = [reply.text[i : i + size] for i in range(0, len(reply.text), size)]
+                step = reply.chunk_chars or max(1, -(-len(reply.reasoning) // 4))
+                thoughts = [
+                    reply.reasoning[i : i + step] for i in range(0, len(reply.reasoning), step)
+                ]
                 first = _chunk(model, {"role": "assistant", "content": ""}, None)
                 send(f"data: {json.dumps(first)}\n\n".encode())
                 until = time.monotonic() + reply.stall
@@ -150,7 +162,8 @@ class FakeOpenAI:
                     send(b": keep-alive\n\n")  # a comment: resets read timeouts, no content
                 if reply.cut_after is not None:
                     pieces = pieces[: reply.cut_after]
-                events = [_chunk(model, {"content": p}, None) for p in pieces]
+                events = [_chunk(model, {reply.reasoning_field: t}, None) for t in thoughts]
+                events += [_chunk(model, {"content": p}, None) for p in pieces]
                 if reply.cut_after is not None:  # close the connection here, unfinished
                     for event in events:
                         send(f"data: {json.dumps(event)}\n\n".encode())
@@ -185,6 +198,7 @@ def _usage(usage: tuple[int, int]) -> dict[str, int]:
 
 
 def _chunk(model: str, delta: dict[str, str], finish: str | None) -> dict[str, Any]:
+    """One SSE event of a streamed completion."""
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion.chunk",
@@ -204,7 +218,11 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
             {
                 "index": 0,
                 "finish_reason": "stop",
-                "message": {"role": "assistant", "content": reply.text},
+                "message": {
+                    "role": "assistant",
+                    "content": reply.text,
+                    **({reply.reasoning_field: reply.reasoning} if reply.reasoning else {}),
+                },
             }
         ],
     }

@@ -172,8 +172,8 @@ def test_context_budget_is_respected(shipped_store, server, embedder):
     server.enqueue("KVFlow uses steps-to-execution [1].")
     with _llm(shipped_store, server, embedder, context_tokens=700) as tight:
         answer = tight.ask(KVFLOW_Q, k=8)
-    sources = _sources_sent(server).split("<question>")[0]
-    blocks = sources[sources.index("<source") :]
+    sent = _sources_sent(server)
+    blocks = sent[sent.index("<source") : sent.rindex("</source>") + len("</source>")]
     assert count_tokens(blocks) <= 700
     assert any("did not fit the context budget" in w for w in answer.warnings)
 

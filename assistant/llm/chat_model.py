@@ -39,7 +39,7 @@ from assistant.errors import ConfigError, NoAnswerError, ProviderError
 from assistant.llm.base import Piece, Provider, StreamWarning
 from assistant.llm.deadline import Deadline, deadline_http_client, within
 from assistant.llm.openai_compat import REASONING_KEY, CompatibleChatOpenAI
-from assistant.llm.reply import Reasoning, ReplyReader, read_reply
+from assistant.llm.reply import Reasoning, ReplyReader, opens_think_in_template, read_reply
 from assistant.prompts import load_prompt
 from assistant.settings import LLMSettings
 from assistant.text import printable
@@ -91,6 +91,8 @@ class ChatModelProvider(Provider):
         self.max_tokens = settings.max_tokens
         self.max_chars = settings.max_tokens * CHARS_PER_TOKEN
         self.llm = self._chat_model(settings, api_key)
+        # Replies that start inside <think>: known by name, or learnt from a first reply.
+        self.hold_start = opens_think_in_template(self.model)
         self.chain = answer_prompt() | self.llm
 
     def _chat_model(self, settings: LLMSettings, api_key: str | None) -> BaseChatModel:
@@ -175,7 +177,7 @@ class ChatModelProvider(Provider):
         usage. No answer text at all is an error (``_NoAnswer``)."""
         usage: dict[str, Any] | None = None
         finish: str | None = None
-        reader = ReplyReader()
+        reader = ReplyReader(self.hold_start)
         size = 0
         answered = False
         chunks = self.chain.stream(inputs)
@@ -193,6 +195,9 @@ class ChatModelProvider(Provider):
                 if text:
                     parts += reader.feed(printable(text))
                 for part in parts:
+                    if isinstance(part, Reasoning) and part.retracts and not self.hold_start:
+                        self.hold_start = True  # from now on, held until the tag
+                        yield StreamWarning(_UNOPENED_THINK)
                     length = len(part.text if isinstance(part, Reasoning) else part)
                     if size + length > self.max_chars:
                         yield StreamWarning(self._truncated_warning())
@@ -336,6 +341,14 @@ class ChatModelProvider(Provider):
             f"{who} returned only reasoning and no answer; try again, raise "
             "ASSISTANT_LLM__MAX_TOKENS, or turn the model's thinking mode off"
         )
+
+
+_UNOPENED_THINK = (
+    "the model's reasoning arrived without its opening <think> tag, so it was shown as it "
+    "streamed (it is not part of the answer); start the server with a reasoning parser "
+    "(vLLM: --reasoning-parser deepseek_r1; llama.cpp: --reasoning-format deepseek; Ollama: "
+    "think) so that reasoning arrives apart"
+)
 
 
 class _Incomplete(Exception):

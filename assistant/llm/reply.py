@@ -44,15 +44,22 @@ Part = str | Reasoning
 
 
 class _ReasoningSplitter:
-    """Separates inline reasoning from answer text on a stream of pieces."""
+    """Separates inline reasoning from answer text on a stream of pieces. ``hold_start``: the
+    model's template opens ``<think>`` in the prompt, so its reply is held until a tag says
+    where the reasoning ends (or the reply ends: then it was all answer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold_start: bool = False) -> None:
         self.pending = ""
         self.thinking = False
+        self.undecided = hold_start
         self.answered = ""  # answer text passed on so far (retracted on an orphan close)
 
     def feed(self, piece: str) -> list[Part]:
         self.pending += piece
+        if self.undecided:
+            if not (_OPEN.search(self.pending) or _CLOSE.search(self.pending)):
+                return []
+            self.undecided = False
         out: list[Part] = []
         while True:
             if self.thinking:
@@ -88,6 +95,7 @@ class _ReasoningSplitter:
 
     def flush(self) -> list[Part]:
         rest, self.pending = self.pending, ""
+        self.undecided = False
         if not rest:
             return []
         return [Reasoning(rest)] if self.thinking else [self._answer(rest)]
@@ -202,11 +210,21 @@ class _CitationNormaliser:
         return normalise_citations(rest)
 
 
+# Models whose chat template opens <think> in the prompt: their replies only close it.
+_OPENS_IN_TEMPLATE = re.compile(r"deepseek-?r1|r1-distill|-r1\b|qwq", re.IGNORECASE)
+
+
+def opens_think_in_template(model: str) -> bool:
+    """The model is one whose replies start inside ``<think>`` (DeepSeek-R1 and its distills,
+    QwQ), so the start of a reply is held until its reasoning is known to have ended."""
+    return bool(_OPENS_IN_TEMPLATE.search(model))
+
+
 class ReplyReader:
     """A model's reply, piece by piece, as answer text (str) and ``Reasoning``."""
 
-    def __init__(self) -> None:
-        self._split = _ReasoningSplitter()
+    def __init__(self, hold_start: bool = False) -> None:
+        self._split = _ReasoningSplitter(hold_start)
         self._fence = _FenceStripper()
         self._cite = _CitationNormaliser()
 
