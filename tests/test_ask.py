@@ -251,7 +251,13 @@ def test_cli_ask_json_contract(shipped_store, server):
     metadata = {"title", "authors", "year", "venue", "url"}
     assert set(payload["citations"][0]) == {"n", "paper_id", "label", "source", "text"} | metadata
     assert set(payload["retrieved"][0]) == {"paper_id", "label", "source", "score"} | metadata
-    assert set(payload["usage"]) == {"prompt_tokens", "completion_tokens", "cost_usd", "estimated"}
+    assert set(payload["usage"]) == {
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+        "estimated",
+    }
     assert payload["usage"]["cost_usd"] is None  # unknown model: no made-up price
     assert payload["usage"]["estimated"] is False  # the server reported its usage
     assert server.requests[-1]["model"] == "llama3.1"
