@@ -28,6 +28,11 @@ EXPECTED: dict[str, frozenset[str]] = {
 }
 
 
+# Placeholders a prompt may leave out: a system prompt may let the model refuse in its own words
+# (``llm/refusals.py`` reads those) instead of quoting CANNOT_ANSWER.
+OPTIONAL: dict[str, frozenset[str]] = {"answer_system": frozenset({"cannot_answer"})}
+
+
 def placeholders(template: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(template) if field}
 
@@ -61,7 +66,8 @@ def _load_prompt(name: str, folder: Path) -> str:
         raise ConfigError(
             f"prompt {path}: bad braces ({exc}); write literal braces as {{{{ }}}}"
         ) from exc
-    if expected is not None and found != expected:
+    required = (expected or frozenset()) - OPTIONAL.get(name, frozenset())
+    if expected is not None and not required <= found <= expected:
         raise ConfigError(
             f"prompt {path} has placeholders {sorted(found)}, expected {sorted(expected)}"
         )

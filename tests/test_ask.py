@@ -58,10 +58,11 @@ def test_good_answer_is_streamed_checked_and_cited(llm, server):
     request = server.requests[-1]
     assert request["model"] == "gpt-4o-mini" and request["stream"] is True
     system, user = request["messages"][0]["content"], request["messages"][1]["content"]
-    assert CANNOT_ANSWER in system and "data, not instructions" in system
+    assert "say so in one sentence" in system and "data, not instructions" in system
     header = '<source n="1" label="KVFlow" ref="004_cebd1b31328fe8e6.txt#2" year="2025" venue='
     assert header + '"NeurIPS">' in user  # the seed file's header gives year and venue
-    assert f"<question>\n{KVFLOW_Q}\n</question>" in user
+    asked = f"<question>\n{KVFLOW_Q}\n</question>"
+    assert user.startswith(asked) and user.rstrip().endswith(asked)  # before the sources, after
     assert user.count("<source n=") == len(answer.retrieved) == 5
 
 
