@@ -187,43 +187,13 @@ class AnswerChain:
         )
         if context is None:
             answer.warnings.append("no retrieved abstract is close enough to the question")
+        elif self.provider.prompts_model and declines(text):
+            # The model says, in our sentence or in its own words, that the sources do not answer.
+            if not is_refusal(text):
+                answer.warnings.append("the model declined: " + " ".join(text.split())[:300])
         else:
-            if self.provider.prompts_model and declines(text):
-                # A model that says, in our words or its own, that the sources do not answer.
-                if not is_refusal(text):
-                    answer.warnings.append("the model declined: " + " ".join(text.split())[:300])
-                answer.usage = self._usage(usage or self._estimate_usage(context, text, reasoning))
-                answer.latency_ms = (time.perf_counter() - started) * 1000
-                return answer
-            checked = check_citations(text, context.sources)
-            attributed: set[str] = set()
-            if not checked.citations and self.verifier and text.strip() and not is_refusal(text):
-                checked, attributed = self._attribute(text, context, checked)
-            answer.warnings.extend(checked.warnings)
-            answer.uncited_sentences = checked.uncited
-            if checked.citations:
-                answer.text, answer.citations = in_order_of_citation(
-                    checked.text, checked.citations
-                )
-                answer.refused = False
-                if self.verifier:
-                    cited = {c.n: c.text for c in answer.citations}
-                    answer.checks = self.verifier.check(answer.text, cited, attributed)
-            elif not text.strip():
-                answer.warnings.append("the model returned an empty answer")
-            elif self.verifier and not is_refusal(checked.text) and makes_claims(checked.text):
-                # The model answered but cited nothing, and no source supports a sentence:
-                # shown, every sentence marked unsupported; only the model refuses.
-                answer.text, answer.refused = checked.text, False
-                answer.checks = self.verifier.check(checked.text, {})
-                answer.warnings.append(
-                    "the model cited no source, and no abstract supports any of its sentences"
-                )
-            elif not is_refusal(checked.text):
-                answer.warnings.append(
-                    "the model's answer cited no source, so it is not shown: "
-                    + " ".join(text.split())[:300]
-                )
+            self._accept(answer, context, text)
+        if context is not None:
             if context.dropped:
                 answer.warnings.append(
                     f"{context.dropped} retrieved paper(s) did not fit the "
@@ -233,6 +203,37 @@ class AnswerChain:
         answer.usage = self._usage(usage)
         answer.latency_ms = (time.perf_counter() - started) * 1000
         return answer
+
+    def _accept(self, answer: Answer, context: Context, text: str) -> None:
+        """The provider's text as the answer, when it cites what it claims (or the checker can
+        attribute it); otherwise the refusal stays, with the reason in a warning."""
+        checked = check_citations(text, context.sources)
+        attributed: set[str] = set()
+        if not checked.citations and self.verifier and text.strip() and not is_refusal(text):
+            checked, attributed = self._attribute(text, context, checked)
+        answer.warnings.extend(checked.warnings)
+        answer.uncited_sentences = checked.uncited
+        if checked.citations:
+            answer.text, answer.citations = in_order_of_citation(checked.text, checked.citations)
+            answer.refused = False
+            if self.verifier:
+                cited = {c.n: c.text for c in answer.citations}
+                answer.checks = self.verifier.check(answer.text, cited, attributed)
+        elif not text.strip():
+            answer.warnings.append("the model returned an empty answer")
+        elif self.verifier and not is_refusal(checked.text) and makes_claims(checked.text):
+            # The model answered but cited nothing, and no source supports a sentence:
+            # shown, every sentence marked unsupported; only the model refuses.
+            answer.text, answer.refused = checked.text, False
+            answer.checks = self.verifier.check(checked.text, {})
+            answer.warnings.append(
+                "the model cited no source, and no abstract supports any of its sentences"
+            )
+        elif not is_refusal(checked.text):
+            answer.warnings.append(
+                "the model's answer cited no source, so it is not shown: "
+                + " ".join(text.split())[:300]
+            )
 
     def _usage(self, usage: Usage | None) -> Usage:
         """The answer's usage, priced when the provider did not price it."""
