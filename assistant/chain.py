@@ -147,7 +147,7 @@ class AnswerChain:
         sources = {n: hit.text for n, hit in enumerate(context.sources, start=1)}
         marked = text
         attributed: set[str] = set()
-        for check in self.verifier.check(text, sources):
+        for check in self.verifier.check(text, sources, papers=context.sources):
             if check.attributed:
                 body = check.sentence.rstrip()
                 stop = body[-1] if body[-1:] in ".!?" else ""
@@ -218,14 +218,16 @@ class AnswerChain:
             answer.refused = False
             if self.verifier:
                 cited = {c.n: c.text for c in answer.citations}
-                answer.checks = self.verifier.check(answer.text, cited, attributed)
+                answer.checks = self.verifier.check(
+                    answer.text, cited, attributed, answer.retrieved
+                )
         elif not text.strip():
             answer.warnings.append("the model returned an empty answer")
         elif self.verifier and not is_refusal(checked.text) and makes_claims(checked.text):
             # The model answered but cited nothing, and no source supports a sentence:
             # shown, every sentence marked unsupported; only the model refuses.
             answer.text, answer.refused = checked.text, False
-            answer.checks = self.verifier.check(checked.text, {})
+            answer.checks = self.verifier.check(checked.text, {}, papers=answer.retrieved)
             answer.warnings.append(
                 "the model cited no source, and no abstract supports any of its sentences"
             )
@@ -347,7 +349,8 @@ class AnswerChain:
             answer.refused = True
             return answer
         answer.text, answer.citations = in_order_of_citation(text, citations)
-        answer.checks = self.verifier.check(answer.text, {c.n: c.text for c in answer.citations})
+        cited = {c.n: c.text for c in answer.citations}
+        answer.checks = self.verifier.check(answer.text, cited, papers=hits)
         return answer
 
     def invoke(self, request: Request) -> Answer:

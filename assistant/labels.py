@@ -155,7 +155,8 @@ def _is_titlecase_compound(token: str) -> bool:
     return len(parts) > 1 and all(p[:1].isupper() and p[1:].islower() for p in parts if p)
 
 
-def _is_coined(token: str) -> bool:
+def is_coined(token: str) -> bool:
+    """A name someone coined (KVFlow, MINJA, GaRA-SAM, Qwen2.5), not a common acronym."""
     token = token.rstrip(".")
     if len(token) < 3 or token in _COMMON or token.rstrip("s") in _COMMON:
         return False
@@ -184,7 +185,7 @@ def _spelled_out(abstract: str) -> str | None:
     short to be a name of its own (SIGMA, CDC-GS and RAC are; the other rules find them)."""
     for match in _SPELLED_OUT.finditer(abstract):
         phrase, acronym = match.group(1), match.group(2)
-        if _is_coined(acronym):
+        if is_coined(acronym):
             continue
         initials = "".join(word[0] for word in re.split(r"[- ]", phrase))
         if initials.upper() == acronym.replace("-", "").upper():
@@ -203,24 +204,24 @@ def coined_name(abstract: str) -> str | None:
             follows = abstract[match.end() : match.end() + 2]
             if pattern is _INTRO_ACRONYM and re.search(r"\bbased on\b", match.group(0)):
                 continue  # "a framework ... based on regularized risk minimization (RERM)"
-            if _is_coined(candidate):
+            if is_coined(candidate):
                 return candidate
             if pattern is _INTRO and _is_named_phrase(candidate, abstract, follows):
                 return candidate
     for match in _INTRO_LIST.finditer(abstract):
-        names = [t.rstrip(".") for t in re.findall(_NAME, match.group(1)) if _is_coined(t)]
+        names = [t.rstrip(".") for t in re.findall(_NAME, match.group(1)) if is_coined(t)]
         if names:
             return " and ".join(dict.fromkeys(names[:2]))
     examples = {t for m in _EXAMPLES.finditer(abstract) for t in re.findall(_NAME, m.group(1))}
     counts = Counter(
         t.rstrip(".")
         for t in re.findall(_NAME, abstract)
-        if _is_coined(t) and t.rstrip(".") not in examples
+        if is_coined(t) and t.rstrip(".") not in examples
     )
     if counts:
         # A name used at least twice is the paper's own; a one-off may be a baseline.
         name, n = counts.most_common(1)[0]
-        apposition = [m.group(1) for m in _APPOSITION.finditer(abstract) if _is_coined(m.group(1))]
+        apposition = [m.group(1) for m in _APPOSITION.finditer(abstract) if is_coined(m.group(1))]
         if n >= 2:
             return name
         if apposition:

@@ -210,7 +210,8 @@ def checked_text(console: Console, answer: Answer, streamed: bool) -> None:
 def support_lines(console: Console, answer: Answer, explain: bool = False) -> None:
     """The judge's mark for each sentence (✓ supported, ? weak, ✗ unsupported; + ? x where the
     terminal is not UTF-8), then the sentences that are not supported, or, with ``explain``,
-    every sentence with its score and the closest sentence of what it cites."""
+    every sentence with its score and the closest sentence of what it cites. When an exact
+    check decided (a number no source gives, another paper's name, a negation), it is said."""
     if not answer.checks:
         return
     unicode = (console.encoding or "").lower().replace("-", "") == "utf8"
@@ -224,6 +225,8 @@ def support_lines(console: Console, answer: Answer, explain: bool = False) -> No
         console.print(
             Text(f"  {check.mark(unicode)} {check.score:.2f} {check.sentence}{by}", style="dim")
         )
+        if check.reason:
+            console.print(Text(f"      why: {latex_to_text(check.reason)}", style="dim"))
         if explain and check.evidence:
             console.print(Text(f"      closest: {latex_to_text(check.evidence)}", style="dim"))
 

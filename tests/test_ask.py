@@ -246,7 +246,7 @@ def test_cli_ask_json_contract(shipped_store, server):
     }
     assert payload["provider"] == "openai" and payload["model"] == "llama3.1"
     assert payload["reasoning"] is None  # a model that did not reason
-    keys = {"sentence", "sources", "score", "verdict", "evidence", "attributed"}
+    keys = {"sentence", "sources", "score", "verdict", "evidence", "attributed", "reason"}
     assert payload["checks"] and all(set(c) == keys for c in payload["checks"])
     assert payload["citations"][0]["label"] == "KVFlow"
     metadata = {"title", "authors", "year", "venue", "url"}

@@ -21,6 +21,7 @@ from assistant.eval.calibration import (
 from assistant.eval.citation_quality import citation_quality
 from assistant.eval.claims import cited_sentences
 from assistant.eval.compare import compare, failures, parse_thresholds
+from assistant.eval.conflicts import PaperText
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.faithfulness import faithfulness
 from assistant.eval.features import strip_markers
@@ -72,7 +73,9 @@ def test_faithfulness_counts_claims_supported_by_their_citations():
         "KVFlow replaces LRU eviction [1]. THG reduces function evaluations [1]. "
         "KVFlow runs on Mars [1]."
     )
-    result = faithfulness(answer, {1: A}, [A, B], WordJudge())
+    result = faithfulness(
+        answer, {1: A}, [PaperText(A, "KVFlow"), PaperText(B, "THG")], WordJudge()
+    )
     assert result.claims == 3
     assert result.score_cited == pytest.approx(1 / 3)
     # The THG claim is true of a retrieved abstract, just mis-cited.

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from assistant.errors import InputFileError
+from assistant.eval.conflicts import PaperText
 from assistant.eval.judges import Judge
+from assistant.verify import judgement
 
 LABELS = ("supported", "not_supported")
 # What `assistant eval calibrate --json` prints; the text output adds the bootstrap interval and
@@ -102,9 +104,12 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
 
 
 def calibrate(judge: Judge, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    scores = [judge.support(r["claim"], r["evidence"]) for r in rows]
+    """The decision the marks use (``verify.judgement``: the judge and the exact checks),
+    accepted when it is ✓, against the human labels."""
+    found = [judgement(judge, r["claim"], [PaperText(e) for e in r["evidence"]]) for r in rows]
+    scores = [j.score for j in found]
     y = np.array([r["label"] == "supported" for r in rows], dtype=float)
-    predicted = np.array(scores) >= judge.threshold
+    predicted = np.array([j.verdict == "supported" for j in found])
     truth = y > 0.5
     return {
         "judge": judge.name,

@@ -37,6 +37,9 @@ PER_QUESTION = (  # scored on each answer, then averaged
     "ndcg@10",
     "faithfulness",
     "faithfulness_retrieved",
+    # The same decision as the marks: shares of sentences the eval's judge marks ✗ and ?.
+    "sentences_unsupported",
+    "sentences_weak",
     "citation_recall",
     "citation_precision",
     "citation_f1",
@@ -135,12 +138,14 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
         )
     if not answer.refused:
         cited = {c.n: c.text for c in answer.citations}
-        faith = faithfulness(answer.text, cited, [h.text for h in answer.retrieved], judge)
+        faith = faithfulness(answer.text, cited, answer.retrieved, judge)
         quality = citation_quality(answer.text, cited, judge)
         metrics.update(
             {
                 "faithfulness": faith.score_cited,
                 "faithfulness_retrieved": faith.score_retrieved,
+                "sentences_unsupported": faith.share_unsupported,
+                "sentences_weak": faith.share_weak,
                 "citation_recall": quality.recall,
                 "citation_precision": quality.precision,
                 "citation_f1": quality.f1,
@@ -155,7 +160,7 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
             trusted = answer.text
             for check in marked:
                 trusted = trusted.replace(check.sentence, "", 1)
-            shown = faithfulness(trusted, cited, [h.text for h in answer.retrieved], judge)
+            shown = faithfulness(trusted, cited, answer.retrieved, judge)
             metrics["marked_unsupported"] = len(marked) / len(answer.checks)
             metrics["faithfulness_unmarked"] = shown.score_cited
         if item.answerable:

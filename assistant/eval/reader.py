@@ -40,6 +40,8 @@ LOWER_IS_BETTER = frozenset(
         "answer_tokens",
         "marked_unsupported",
         "strict_removed",
+        "sentences_unsupported",
+        "sentences_weak",
     }
 )
 

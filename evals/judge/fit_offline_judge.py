@@ -8,6 +8,11 @@ used before; its curve is flat on train, so it jumped between 0.51 and 0.59 as f
 The L2 strength is picked by 5-fold cross-validation on train, folds grouped by cited abstract
 (best mean balanced accuracy), so dev plays no part in any choice the script makes.
 
+The answer-time decision is the model and the exact checks (assistant/eval/conflicts.py: a
+number the abstract does not give, a negation of its sentence, a borrowed name), which overrule
+the model where they fire. Dev is reported for both, and the decision's acceptance per SciFact
+label: the checks are rules, fitted on nothing.
+
     python evals/judge/fit_offline_judge.py        # writes assistant/eval/offline_judge.json
 """
 
@@ -23,8 +28,10 @@ import numpy as np
 
 from assistant.embeddings import MiniLMEmbedder
 from assistant.eval.calibration import balanced_accuracy, roc_auc
+from assistant.eval.conflicts import PaperText, find_conflict
 from assistant.eval.features import FEATURES, FeatureExtractor
 from assistant.eval.judges import MODEL_FILE
+from assistant.verify import overruled
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scifact_pairs import DEFAULT_DATA, pairs  # noqa: E402
@@ -126,9 +133,33 @@ def main() -> int:
     sd = predict(xd, w, b, mean, std)
     print(
         f"dev ({len(dev)} pairs, threshold fixed on train): balanced accuracy "
-        f"{balanced_accuracy(yd, sd >= threshold):.4f}, AUC {roc_auc(yd, sd):.4f}"
+        f"{balanced_accuracy(yd, sd >= threshold):.4f}, AUC {roc_auc(yd, sd):.4f} (model alone)"
     )
+    report_decision(dev, yd, sd, threshold)
     return 0
+
+
+def report_decision(rows: list[dict], y: np.ndarray, scores: np.ndarray, threshold: float) -> None:
+    """Dev as the marks judge it (``verify.overruled``): the model's score, unless an exact
+    conflict decides."""
+    found = [
+        overruled(
+            float(score),
+            find_conflict(r["claim"], [PaperText(e) for e in r["evidence"]]),
+            threshold,
+        )
+        for r, score in zip(rows, scores, strict=True)
+    ]
+    accepted = np.array([j.verdict == "supported" for j in found])
+    kinds = {}
+    for kind in ("SUPPORT", "CONTRADICT", "NO_EVIDENCE"):
+        of_kind = np.array([r["kind"] == kind for r in rows])
+        kinds[kind] = f"{accepted[of_kind].mean():.0%} of {int(of_kind.sum())}"
+    print(
+        f"dev, decision (model + exact checks): balanced accuracy "
+        f"{balanced_accuracy(y, accepted):.4f}, AUC {roc_auc(y, [j.score for j in found]):.4f}; "
+        "accepted: " + ", ".join(f"{k} {v}" for k, v in kinds.items())
+    )
 
 
 if __name__ == "__main__":
