@@ -32,6 +32,7 @@ REPLIES = [
     "<think>never closed",
     "Plain `code`, a (remark) and [Source 1].",
     "<THINKING>hmm</THINKING>Done [1, 2].",
+    '1. <source n="1" label="KVFlow" ref="a.txt#2"> KVFlow evicts, as x < y.</source>',
 ]
 
 
@@ -91,6 +92,8 @@ def test_a_template_that_opens_think_is_held_until_the_tag():
         ("a (Sources 1 and 3) [Ref. 2] [Doc 4] [citation:5]", "a [1, 3] [2] [4] [5]"),
         ("a[^1] b[^2].\n[^1]: first\n[^2]: second", "a[1] b[2].\n"),
         ("a [1†L3-L5] [1, 2] [1-3] (see Fig. 2)", "a [1] [1, 2] [1-3] (see Fig. 2)"),
+        ('1. <source n="2" label="X" ref="a.txt#3" year="2025"> X does Y.', "1. [2] X does Y."),
+        ("x < y and a <b> tag </source>", "x < y and a <b> tag "),
     ],
 )
 def test_citation_styles_become_markers(written, read):

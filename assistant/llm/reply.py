@@ -10,7 +10,8 @@ One normalising step between the model server and everything that reads an answe
   handled by the provider; this module reads the content.
 - **A fence around the whole answer** (```` ```markdown … ``` ````) is removed.
 - **Citation styles** become ``[n]``: ``【1】``, ``【1†source】``, ``[Source 1]``, ``(Source 1)``,
-  ``[^1]``, ``[Sources 1, 2]``; footnote definitions (``[^1]: …``) are dropped, since the
+  ``[^1]``, ``[Sources 1, 2]``, and the prompt's own ``<source n="1" …>`` tag echoed back;
+  footnote definitions (``[^1]: …``) are dropped, since the
   answer's sources are listed by the tool. ``[1, 2]`` and ``[1-3]`` are read by the citation
   check itself.
 
@@ -164,9 +165,13 @@ _CITATION_STYLES = [
         lambda m: _bracketed(m.group(1)),
     ),
 ]
+# Small models echo the prompt's own source tags as citations: <source n="2" label="X" ...>.
+_SOURCE_TAG = re.compile(r'<\s*source\s+n\s*=\s*"?(\d+)"?[^>\n]{0,300}>|<\s*/\s*source\s*>')
 _FOOTNOTE_DEFINITION = re.compile(r"^[ \t]*\[\^\d+\]:.*(?:\n|\Z)", re.MULTILINE)
 _OPENERS = "[【("
-_MAX_HELD = 60
+_PARTIAL_SOURCE_TAG = re.compile(r"<\s*/?\s*(?:s|so|sou|sour|sourc|source(?:\s[^>\n]*)?)?\Z")
+_MAX_HELD = 60  # characters held waiting for a closing bracket
+_MAX_TAG = 320  # an echoed source tag carries its attributes
 
 
 def _bracketed(group: str) -> str:
@@ -177,6 +182,7 @@ def _bracketed(group: str) -> str:
 
 def normalise_citations(text: str) -> str:
     """Every citation style a model family writes, as ``[n]`` markers."""
+    text = _SOURCE_TAG.sub(lambda m: f"[{m.group(1)}]" if m.group(1) else "", text)
     text = _FOOTNOTE_DEFINITION.sub("", text)
     for pattern, replace in _CITATION_STYLES:
         text = pattern.sub(replace, text)
@@ -193,6 +199,10 @@ class _CitationNormaliser:
         text = self.pending + piece
         start = max(text.rfind(opener) for opener in _OPENERS)
         closers = {"[": "]", "【": "】", "(": ")"}
+        tag = _PARTIAL_SOURCE_TAG.search(text)
+        if tag and len(text) - tag.start() <= _MAX_TAG:  # an echoed source tag, still arriving
+            text, self.pending = text[: tag.start()], text[tag.start() :]
+            return normalise_citations(text)
         if start >= 0 and len(text) - start <= _MAX_HELD:
             if closers[text[start]] not in text[start:]:
                 text, self.pending = text[:start], text[start:]
