@@ -17,7 +17,13 @@ from assistant import Assistant, load_settings
 from assistant.chat import ChatSession
 from assistant.cli import main
 from assistant.llm.refusals import is_refusal
-from assistant.llm.reply import Reasoning, ReplyReader, normalise_citations, read_reply
+from assistant.llm.reply import (
+    Reasoning,
+    ReplyReader,
+    collect,
+    normalise_citations,
+    read_reply,
+)
 from assistant.markdown import MarkdownStream, markdown_to_text
 from assistant.untrusted import neutralise
 from tests.conftest import write_seed
@@ -37,18 +43,9 @@ REPLIES = [
 
 
 def _in_pieces(reader: ReplyReader, text: str, cuts: list[int]) -> tuple[str, str]:
-    answer: list[str] = []
-    reasoning: list[str] = []
     bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    parts = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    for part in [p for piece in parts for p in reader.feed(piece)] + reader.flush():
-        if isinstance(part, Reasoning):
-            if part.retracts:
-                answer.clear()
-            reasoning.append(part.text)
-        else:
-            answer.append(part)
-    return "".join(answer), "".join(reasoning)
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return collect([p for piece in pieces for p in reader.feed(piece)] + reader.flush())
 
 
 @settings(max_examples=60, deadline=None)

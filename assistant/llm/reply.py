@@ -260,12 +260,11 @@ class ReplyReader:
         return out
 
 
-def read_reply(text: str) -> tuple[str, str]:
-    """A whole reply as (answer, reasoning)."""
-    reader = ReplyReader()
+def collect(parts: list[Part]) -> tuple[str, str]:
+    """Parts as (answer, reasoning): retracted answer text counts as reasoning only."""
     answer: list[str] = []
     reasoning: list[str] = []
-    for part in reader.feed(text) + reader.flush():
+    for part in parts:
         if isinstance(part, Reasoning):
             if part.retracts:
                 answer.clear()
@@ -273,3 +272,9 @@ def read_reply(text: str) -> tuple[str, str]:
         else:
             answer.append(part)
     return "".join(answer), "".join(reasoning)
+
+
+def read_reply(text: str) -> tuple[str, str]:
+    """A whole reply as (answer, reasoning)."""
+    reader = ReplyReader()
+    return collect(reader.feed(text) + reader.flush())
