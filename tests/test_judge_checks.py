@@ -85,7 +85,7 @@ def test_conflicts_say_which_number_and_whose_name():
     number = find_conflict("KVFlow achieves up to 5.49× speedup [1].", [KVFLOW], papers)
     assert number and number.kind == "number" and "5.49×" in number.reason
     name = find_conflict("STARFlow achieves up to 1.83× speedup [1].", [KVFLOW], papers)
-    assert name and name.kind == "name" and "another paper, STARFlow" in name.reason
+    assert name and name.kind == "name" and "STARFlow is another retrieved paper" in name.reason
     assert find_conflict("KVFlow achieves up to 1.83× speedup [1].", [KVFLOW], papers) is None
     bound = find_conflict("KVFlow achieves 1.83× speedup [1].", [KVFLOW], papers)
     assert bound and bound.severity == "weak"
@@ -133,7 +133,7 @@ def test_marks_and_eval_faithfulness_are_one_decision(judge):
     )
     checks = Verifier(judge).check(answer, {1: KVFLOW.text}, papers=[KVFLOW, STARFLOW])
     assert [c.verdict for c in checks] == ["supported", "unsupported", "weak"]
-    assert "another paper, STARFlow" in checks[1].reason and checks[1].to_json()["reason"]
+    assert "STARFlow is another retrieved paper, not KVFlow" in checks[1].reason and checks[1].to_json()["reason"]
     faith = faithfulness(answer, {1: KVFLOW.text}, [KVFLOW, STARFLOW], judge)
     assert [c.verdict for c in faith.checks] == [c.verdict for c in checks]
     assert faith.score_cited == pytest.approx(1 / 3)
@@ -149,4 +149,4 @@ def test_explain_says_which_number_and_whose_name(judge):
     support_lines(console, answer, explain=True)
     shown = console.export_text()
     assert "why: no cited source gives 5.49×" in shown
-    assert "why: STARFlow is the name of another paper, STARFlow" in shown
+    assert "why: STARFlow is another retrieved paper, not KVFlow" in shown

@@ -45,7 +45,9 @@ def _name_conflict(claim: str, cited: Sequence[Source], papers: Sequence[Source]
     for name in missing_names(claim, cited):
         paper = owner(name, others)
         if paper is not None:
-            return f"{name} is the name of another paper, {paper.label}, not of the one cited"
+            whose = "another retrieved paper" if paper.label == name else f"from {paper.label}"
+            cited_label = next((c.label for c in cited if c.label), "")
+            return f"{name} is {whose}, not {cited_label or 'the paper cited'}"
         if any(spelled_out(name, c.text) for c in cited):
             continue  # "MRI" for "magnetic resonance imaging"
         if mixed_case(name):
