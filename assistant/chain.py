@@ -283,7 +283,7 @@ class AnswerChain:
                         yield shown
             if rest := renumberer.flush():
                 yield rest
-        text, reasoning = "".join(pieces), "".join(thoughts)
+        text, reasoning = "".join(pieces), "".join(thoughts).strip()
         answer = self.finish(request, hits, context, text, usage, started, reasoning)
         answer.warnings.extend(notes)
         yield answer

@@ -222,8 +222,9 @@ def support_lines(console: Console, answer: Answer, explain: bool = False) -> No
     attributed = [c for c in answer.checks if c.attributed and c not in weak]
     for check in answer.checks if explain else [*weak, *attributed]:
         by = " (source chosen by the checker)" if check.attributed else ""
+        sentence = markdown_to_text(check.sentence)
         console.print(
-            Text(f"  {check.mark(unicode)} {check.score:.2f} {check.sentence}{by}", style="dim")
+            Text(f"  {check.mark(unicode)} {check.score:.2f} {sentence}{by}", style="dim")
         )
         if check.reason:
             console.print(Text(f"      why: {latex_to_text(check.reason)}", style="dim"))
@@ -237,7 +238,7 @@ def answer_footer(console: Console, answer: Answer) -> None:
     if line:
         console.print(line)
     for warning in answer.warnings:
-        console.print(Text(f"warning: {latex_to_text(warning)}", style="yellow"))
+        console.print(Text(f"warning: {markdown_to_text(latex_to_text(warning))}", style="yellow"))
     if answer.notice and not answer.refused:
         console.print(Text(answer.notice, style="dim"))
     usage = answer.usage

@@ -133,7 +133,10 @@ def test_marks_and_eval_faithfulness_are_one_decision(judge):
     )
     checks = Verifier(judge).check(answer, {1: KVFLOW.text}, papers=[KVFLOW, STARFLOW])
     assert [c.verdict for c in checks] == ["supported", "unsupported", "weak"]
-    assert "STARFlow is another retrieved paper, not KVFlow" in checks[1].reason and checks[1].to_json()["reason"]
+    assert (
+        "STARFlow is another retrieved paper, not KVFlow" in checks[1].reason
+        and checks[1].to_json()["reason"]
+    )
     faith = faithfulness(answer, {1: KVFLOW.text}, [KVFLOW, STARFLOW], judge)
     assert [c.verdict for c in faith.checks] == [c.verdict for c in checks]
     assert faith.score_cited == pytest.approx(1 / 3)

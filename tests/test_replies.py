@@ -253,3 +253,41 @@ def test_no_chat_template_token_from_an_abstract_or_a_question_reaches_the_serve
     for token in ("<|im_start|>", "<|im_end|>", "<|eot_id|>", "[INST]", "<start_of_turn>", "｜"):
         assert token not in sent
     assert "‹im_start›system" in sent and "‹eot_id›" in sent
+
+
+def test_reasoning_cut_off_by_max_tokens_is_never_the_answer(server, shipped_store):
+    # A template-opened <think> model (known by name) whose reasoning ran out of tokens.
+    server.default = Reply(text="Okay, let me think about KVFlow and source [3].", finish="length")
+    code, out, err = _ask(shipped_store, server, KVFLOW_Q, model="deepseek-r1-distill-qwen-7b")
+    assert code == 1 and out == "" and "ASSISTANT_LLM__MAX_TOKENS=700 tokens reasoning" in err
+    # An unknown name: the reasoning is taken back at the tag, and nothing follows it.
+    server.default = Reply(text="Let me think.\n</think>", finish="length")
+    code, _, err = _ask(shipped_store, server, KVFLOW_Q, "--json", model="mymodel")
+    assert code == 1 and "tokens reasoning and wrote no answer" in err
+
+
+def test_a_known_reasoner_streams_at_once_when_its_reasoning_comes_apart(
+    server, shipped_store, embedder
+):
+    server.default = Reply(
+        text="KVFlow replaces LRU with eviction by steps-to-execution values [1].",
+        reasoning=THOUGHT,
+        chunk_chars=5,
+    )
+    settings_ = load_settings(
+        store={"path": shipped_store},
+        llm={"provider": "openai", "model": "deepseek-r1:7b", "timeout": 5},
+        openai_base_url=server.base_url,
+    )
+    with Assistant(settings_, embedder=embedder) as assistant:
+        pieces = list(assistant.stream(KVFLOW_Q))
+    assert len([p for p in pieces if isinstance(p, str)]) > 3  # not held to the end
+    assert pieces[-1].text.startswith("KVFlow replaces") and pieces[-1].reasoning == THOUGHT
+
+
+def test_no_blank_lines_before_the_answer_and_refusals_with_a_suggestion():
+    assert read_reply("<think>x</think>\n\n  KVFlow [1].")[0] == "KVFlow [1]."
+    assert is_refusal(
+        "Sorry, but the abstracts don't say anything about its memory. You may want to "
+        "consult the full KVFlow paper."
+    )

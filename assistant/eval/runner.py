@@ -102,6 +102,13 @@ def run(
             table.add_row(name, value)
         console.print(table)
         console.print(f"results: {results}  report: {run_dir / 'report.html'}")
+    errors = [r["error"] for r in rows if r.get("error")]
+    if errors:  # replies with no answer: in no metric, so say why
+        err.print(
+            f"[bold yellow]warning:[/] {len(errors)} of {len(rows)} replies had no answer "
+            f"(not in the metrics; `--resume {run_dir}` asks them again); the first: {errors[0]}",
+            highlight=False,
+        )
     for failure in failed:
         err.print(f"[bold red]fail-under:[/] {failure}")
     return not failed

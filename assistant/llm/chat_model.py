@@ -191,13 +191,16 @@ class ChatModelProvider(Provider):
                 reasoning += str(chunk.additional_kwargs.get(REASONING_KEY) or "")
                 parts: list[str | Reasoning] = []
                 if reasoning:
+                    parts += reader.release()  # reasoning apart: the content is all answer
                     parts.append(Reasoning(printable(reasoning)))
                 if text:
                     parts += reader.feed(printable(text))
                 for part in parts:
-                    if isinstance(part, Reasoning) and part.retracts and not self.hold_start:
-                        self.hold_start = True  # from now on, held until the tag
-                        yield StreamWarning(_UNOPENED_THINK)
+                    if isinstance(part, Reasoning) and part.retracts:
+                        answered = False  # what was taken for the answer was reasoning
+                        if not self.hold_start:
+                            self.hold_start = True  # from now on, held until the tag
+                            yield StreamWarning(_UNOPENED_THINK)
                     length = len(part.text if isinstance(part, Reasoning) else part)
                     if size + length > self.max_chars:
                         yield StreamWarning(self._truncated_warning())
@@ -209,8 +212,9 @@ class ChatModelProvider(Provider):
             getattr(chunks, "close", lambda: None)()  # stop reading: closes the HTTP response
         if self.name == "openai" and finish is None:
             raise _Incomplete(f"{self._where()} ended the stream before the answer was finished")
-        for part in reader.flush():
+        for part in reader.flush(truncated=finish == "length"):
             answered = answered or (isinstance(part, str) and bool(part.strip()))
+            size += len(part.text if isinstance(part, Reasoning) else part)
             yield part
         if not answered:
             raise _NoAnswer(size > 0, {"finish_reason": finish})
@@ -344,8 +348,9 @@ class ChatModelProvider(Provider):
 
 
 _UNOPENED_THINK = (
-    "the model's reasoning arrived without its opening <think> tag, so it was shown as it "
-    "streamed (it is not part of the answer); start the server with a reasoning parser "
+    "the model's reasoning arrived without its opening <think> tag, so it was taken for the "
+    "answer until the closing tag came (it is not part of the answer); start the server with "
+    "a reasoning parser "
     "(vLLM: --reasoning-parser deepseek_r1; llama.cpp: --reasoning-format deepseek; Ollama: "
     "think) so that reasoning arrives apart"
 )

@@ -45,7 +45,9 @@ _REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
 _MARKER = re.compile(r"\[\d[^\]]*\]")
 _OURS = CANNOT_ANSWER.lower().rstrip(".")
 _FILLER = re.compile(
-    r"^(?:sorry|unfortunately|however|therefore|so|based\s+on\s+the\s+(?:provided\s+)?"
+    r"^(?:you\s+(?:may|might|could|can)\s+(?:want\s+to\s+)?(?:consult|check|refer|look|read)|"
+    r"(?:please\s+)?(?:consult|refer\s+to)\s+the\s+full|i\s+(?:recommend|suggest)|"
+    r"sorry|unfortunately|however|therefore|so|based\s+on\s+the\s+(?:provided\s+)?"
     r"(?:sources|abstracts|information)|nearest\s+abstracts\s+found)\b",
     re.IGNORECASE,
 )

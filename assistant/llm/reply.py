@@ -94,12 +94,23 @@ class _ReasoningSplitter:
         self.pending = self.pending[cut:]
         return [p for p in out if (p.text if isinstance(p, Reasoning) else p)]
 
-    def flush(self) -> list[Part]:
+    def flush(self, truncated: bool = False) -> list[Part]:
+        """The rest. ``truncated``: the reply was cut at max_tokens, so a reply still held
+        for its closing tag was reasoning that never ended."""
         rest, self.pending = self.pending, ""
-        self.undecided = False
+        held, self.undecided = self.undecided, False
         if not rest:
             return []
-        return [Reasoning(rest)] if self.thinking else [self._answer(rest)]
+        if self.thinking or (held and truncated):
+            return [Reasoning(rest)]
+        return [self._answer(rest)]
+
+    def release(self) -> list[Part]:
+        """Stop holding: the reasoning arrives in a field of its own, so the content is answer."""
+        if not self.undecided:
+            return []
+        self.undecided = False
+        return self.feed("")
 
     def _answer(self, text: str) -> str:
         self.answered += text
@@ -129,7 +140,7 @@ class _FenceStripper:
             self.started = True
             opening = _FENCE_OPEN.match(self.head)
             self.fenced = opening is not None
-            piece = self.head[opening.end() :] if opening else self.head
+            piece = self.head[opening.end() :] if opening else self.head.lstrip()
             self.head = ""
         if not self.fenced:
             return piece
@@ -241,8 +252,12 @@ class ReplyReader:
     def feed(self, piece: str) -> list[Part]:
         return self._answer_parts(self._split.feed(piece))
 
-    def flush(self) -> list[Part]:
-        parts = self._answer_parts(self._split.flush())
+    def release(self) -> list[Part]:
+        """The reasoning arrives in a field of its own: what was held is answer."""
+        return self._answer_parts(self._split.release())
+
+    def flush(self, truncated: bool = False) -> list[Part]:
+        parts = self._answer_parts(self._split.flush(truncated))
         tail = self._cite.feed(self._fence.flush()) + self._cite.flush()
         return parts + ([tail] if tail else [])
 
