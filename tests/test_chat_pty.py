@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,9 @@ def spawn_chat(store: Path, env: dict[str, str], *args: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=90,
         dimensions=(40, 120),
+        # A terminal's Ctrl-C, whatever launched the suite: a job put in the background by a
+        # shell without job control inherits SIGINT ignored, and so would this chat.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     child.expect_exact(PROMPT_READY)
     return child
@@ -97,11 +101,7 @@ def test_ctrl_c_cancels_a_slow_answer_and_the_session_goes_on(
         time.sleep(0.1)
     assert server.requests, "the question never reached the model"
     child.send(CTRL_C)  # while the model is still thinking
-    if child.expect(["cancelled", pexpect.TIMEOUT], timeout=15) == 1:
-        # Seen twice in full suites on a loaded machine (never alone): the first press was not
-        # acted on; a user presses again, and the session must still go on.
-        child.send(CTRL_C)
-        child.expect("cancelled", timeout=20)
+    child.expect("cancelled", timeout=20)
     child.expect_exact(PROMPT_READY)
     child.send("How does KVFlow prefetch caches?\r")
     child.expect("prefetches KV caches")
