@@ -8,7 +8,7 @@ that one decision; answer-time marks, ``--strict``, the eval's faithfulness and 
 calibration all call it. A sentence the model left without a marker is
 judged against every source; when one supports it, it is *attributed* to that source by the
 checker (marked as such, never passed off as the model's citation). A mark is the judge's
-judgement, not a proof: see the README for its measured agreement with human labels.
+judgement, not a proof: see docs/verified-answers.md for its measured agreement with human labels.
 """
 
 from __future__ import annotations

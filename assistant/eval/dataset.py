@@ -6,7 +6,7 @@ Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answ
 (informative); ``paraphrase_of`` (the id of the factual question a paraphrase rewords);
 ``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` and ``dev`` for the
 questions thresholds and the survey bar were fitted on, ``test`` for those written afterwards,
-blind to the system's answers, to report on (README, "Evaluation"); ``heldout``, the old
+blind to the system's answers, to report on (docs/evals.md); ``heldout``, the old
 name of ``dev``, is read as ``dev``.
 """
 

@@ -167,7 +167,7 @@ class ExtractiveProvider(Provider):
         self.lookup = lookup  # stored sentence vectors by id, to skip re-embedding
         self.rarity = rarity  # document frequencies in the corpus, for what a question asks
         # Tuned on the eval set's tune and dev splits (evals/neurips2025.jsonl); the test
-        # split is held out (README, "Evals").
+        # split is held out (docs/evals.md).
         self.single_margin = single_margin  # a paper quoted for a one-paper question
         self.number_margin = number_margin  # a sentence with a value, against its paper's best
         self.min_coverage = min_coverage  # IDF share of the asked-for terms the abstract has
