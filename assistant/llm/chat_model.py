@@ -139,7 +139,10 @@ class ChatModelProvider(Provider):
 
     # -- calls --------------------------------------------------------------------------------
     def condense(self, history: str, question: str) -> str | None:
-        text, _ = self.complete("condense_question", history=history, question=question)
+        try:
+            text, _ = self.complete("condense_question", history=history, question=question)
+        except NoAnswerError:  # nothing to rewrite with: the plain method follows
+            return None
         line = text.strip().splitlines()[0].strip().strip('"') if text.strip() else ""
         return line or None
 
