@@ -24,7 +24,7 @@ class Citation:
     text: str  # the full abstract that supports the sentence
 
     def to_json(self, paper: Paper | None = None) -> dict[str, Any]:
-        """With the cited paper's title, authors, year, venue and URL when it is given."""
+        """With the cited paper's title, authors, year, venue, URL and DOI when it is given."""
         known = paper.bibliographic() if paper is not None else {}
         return {
             "n": self.n,
@@ -37,6 +37,7 @@ class Citation:
             "year": known.get("year"),
             "venue": known.get("venue"),
             "url": known.get("url"),
+            "doi": known.get("doi"),
         }
 
 

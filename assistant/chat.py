@@ -21,6 +21,7 @@ from assistant.answer import Answer
 from assistant.conversation import Conversation
 from assistant.core import Assistant
 from assistant.errors import AssistantError
+from assistant.filters import shown, split_filter
 from assistant.latex import latex_to_text
 from assistant.retrieval import check_filters
 from assistant.terminal import Waiting
@@ -32,11 +33,14 @@ HELP = """Commands:
   /explain            each sentence of the last answer: support score, closest cited sentence
   /reasoning          show a reasoning model's thinking before its answers (again: hide it)
   /k N                papers retrieved per question (now {k})
-  /filter KEY=VALUE   only papers whose source_file, year or venue is VALUE; /filter clear
+  /filter KEY=VALUE   only papers that match: author=NAME, title=WORDS, year=2024,
+                      year>=2023, year=2021..2023, venue=NAME, doi=DOI, source_file=FILE;
+                      /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
   /reset              forget the conversation
   /save FILE          write the transcript as Markdown, with a reference list
                       (an existing FILE is kept unless you add --force)
+  /bib FILE           write the papers cited so far as BibTeX (--force replaces FILE)
   /quit               leave (or Ctrl-D); Ctrl-C cancels an answer in progress
 Anything else is a question. Follow-ups like "how does the second one work?" refer to the
 papers cited in the last answer."""
@@ -110,6 +114,7 @@ class ChatSession:
             "/model": lambda a: self.switch(model=a),
             "/reset": lambda _: self.reset(),
             "/save": self.save,
+            "/bib": self.save_bib,
             "/explain": self.explain,
             "/reasoning": lambda _: self.toggle_reasoning(),
         }
@@ -211,14 +216,9 @@ class ChatSession:
         if not arg:
             self.say(f"filters: {_shown(self.filters)}")
             return
-        key, sep, value = arg.partition("=")
-        if not sep or not value.strip():
-            self.say(
-                "usage: /filter KEY=VALUE (source_file, year, venue) or /filter clear", "yellow"
-            )
-            return
-        candidate = {**self.filters, key.strip(): value.strip()}
         try:
+            key, value = split_filter(arg)
+            candidate = {**self.filters, key: value}
             check_filters(candidate)
         except ValueError as exc:
             self.say(str(exc), "yellow")
@@ -262,6 +262,41 @@ class ChatSession:
             return
         self.say(f"transcript saved to {path}")
 
+    def save_bib(self, arg: str) -> None:
+        """The papers cited in this conversation, as BibTeX."""
+        from assistant.formats.bibtex_write import cited_papers, to_bibtex
+
+        papers = cited_papers(turn.answer for turn in self.conversation.turns)
+        if not papers:
+            self.say("no papers cited yet: ask a question first")
+            return
+        written = self._write_file(arg, "/bib FILE.bib [--force]", lambda: to_bibtex(papers))
+        if written is not None:
+            self.say(f"{len(papers)} cited paper(s) written to {written} as BibTeX")
+
+    def _write_file(self, arg: str, usage: str, content: Callable[[], str]) -> Path | None:
+        """Write ``content()`` to the file ``arg`` names; an existing one only with --force."""
+        words = arg.split()
+        force = "--force" in words
+        name = " ".join(w for w in words if w != "--force")
+        if not name:
+            self.say(f"usage: {usage}", "yellow")
+            return None
+        path = Path(name).expanduser()
+        command = usage.split()[0]
+        try:
+            with path.open("w" if force else "x", encoding="utf-8") as out:
+                out.write(content())
+        except FileExistsError:
+            self.say(
+                f"{path} exists; {command} {name} --force replaces it, or pick a new name", "yellow"
+            )
+            return None
+        except OSError as exc:
+            self.say(f"cannot write {path}: {exc.strerror or exc}", "yellow")
+            return None
+        return path
+
     def transcript(self) -> str:
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines = ["# Chat transcript", "", f"_{self.header()} · {when}_", ""]
@@ -300,8 +335,8 @@ class ChatSession:
 
 
 def _shown(filters: dict[str, Any] | None) -> str:
-    """year=2024, venue=NeurIPS (or none)."""
-    return ", ".join(f"{k}={v}" for k, v in (filters or {}).items()) or "none"
+    """year=2024, author=Okafor (or none)."""
+    return shown(filters)
 
 
 def line_reader(history_file: Path | None) -> Callable[[str], str]:

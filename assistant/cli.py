@@ -93,7 +93,9 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+# readable=False: an unreadable file is reported by the ingest, beside the good files it
+# still indexes, not refused here with a usage error that indexes nothing.
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--prune",
     is_flag=True,
@@ -136,7 +138,8 @@ def ingest(
     store: Path | None,
     chroma_url: str | None,
 ) -> None:
-    """Index abstracts (.txt seed files, .jsonl, .csv, or folders); default: the shipped corpus.
+    """Index abstracts (.txt, .jsonl, .json, .csv, .bib, .ris, .atom/.xml, folders); default: the
+    shipped corpus.
 
     Re-running is cheap: only new or edited abstracts are embedded (moved lines are not),
     and an interrupted run is completed.
@@ -205,17 +208,25 @@ def filter_option(func: F) -> F:
         "filters",
         multiple=True,
         metavar="KEY=VALUE",
-        help="Only papers whose source_file, year or venue equals VALUE (repeatable).",
+        help="Only papers that match (repeatable): author=NAME (any author; case and accents "
+        "ignored), title=WORDS, year=2024, year>=2023, year<=2023, year=2021..2023, "
+        "venue=NAME, doi=DOI, source_file=FILE.",
     )(func)
 
 
 def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
+    """``--filter`` values as ``{key: value}`` (``year>=2023`` -> ``{"year": ">=2023"}``),
+    checked: a bad key or value is one line, before anything is opened."""
+    from assistant.filters import filter_fields, split_filter
+
     filters = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise AssistantError(f"--filter {item!r} is not KEY=VALUE, e.g. --filter year=2025")
-        filters[key.strip()] = value.strip()
+    try:
+        for item in values:
+            key, value = split_filter(item)
+            filters[key] = value
+        filter_fields(filters)
+    except ValueError as exc:
+        raise AssistantError(str(exc)) from exc
     return filters
 
 
@@ -348,6 +359,14 @@ def llm_overrides(
     is_flag=True,
     help="Print a reasoning model's thinking, dimmed, before its answer (--json always has it).",
 )
+@click.option(
+    "--bib",
+    "bib_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Write the cited papers to FILE as BibTeX (replacing it), with DOI and URL when known.",
+)
 @llm_options
 @store_options
 def ask(
@@ -360,6 +379,7 @@ def ask(
     strict: bool,
     verify: bool | None,
     show_reasoning: bool,
+    bib_file: Path | None,
     provider: str | None,
     model: str | None,
     base_url: str | None,
@@ -375,6 +395,7 @@ def ask(
         if as_json:
             result = assistant.ask(question, k=k, filters=parse_filters(filters))
             click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+            write_bib(bib_file, result)
             return
         console = make_console()
         with Waiting(err_console(), console.is_terminal and err_console().is_terminal) as waiting:
@@ -385,6 +406,23 @@ def ask(
                 console, pieces, show=not no_stream, waiting=waiting, show_reasoning=show_reasoning
             )
         print_answer(console, answer, streamed, explain)
+        write_bib(bib_file, answer)
+
+
+def write_bib(path: Path | None, answer: Answer) -> None:
+    """The answer's cited papers as BibTeX in ``path`` (nothing when no path was given)."""
+    if path is None:
+        return
+    from assistant.formats.bibtex_write import cited_papers, to_bibtex
+
+    papers = cited_papers([answer])
+    try:
+        path.write_text(to_bibtex(papers), encoding="utf-8")
+    except OSError as exc:
+        raise AssistantError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    err_console().print(
+        f"{len(papers)} cited paper(s) written to {path} as BibTeX", highlight=False, markup=False
+    )
 
 
 def print_answer(console: Console, answer: Answer, streamed: bool, explain: bool = False) -> None:

@@ -39,7 +39,7 @@ class Context:
 
 def render_source(n: int, hit: Hit, body: str) -> str:
     """The block header carries what is known about the paper (title, authors, year, venue,
-    url), so a model can answer "who wrote ..." from it; unknown fields are left out."""
+    url, DOI), so a model can answer "who wrote ..." from it; unknown fields are left out."""
     paper = hit.paper
     known = {
         "title": paper.title,
@@ -47,6 +47,7 @@ def render_source(n: int, hit: Hit, body: str) -> str:
         "year": str(paper.year) if paper.year is not None else None,
         "venue": paper.venue,
         "url": paper.url,
+        "doi": paper.doi,
     }
     extra = "".join(f' {key}="{_attr(value)}"' for key, value in known.items() if value)
     return (

@@ -2,29 +2,58 @@
 
 Formats: the seed format (first line a header, then one abstract per blank-line-separated
 paragraph), JSONL and CSV with an ``abstract`` field plus optional ``id``, ``title``, ``authors``,
-``year``, ``url``, ``venue``. A folder is read file by file. A bad file or row is reported, never
-fatal to the rest of the batch.
+``year``, ``url``, ``venue``, ``doi``; and what researchers export (``assistant.formats``):
+BibTeX, RIS, OpenAlex and Semantic Scholar JSON/JSONL, arXiv's Atom feed. The reader is chosen
+by extension, and by content for ``.txt`` (an RIS or BibTeX export saved as text). A folder is
+read file by file. A bad file or row is reported in one line, never fatal to the rest.
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
 import itertools
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from assistant.errors import InputFileError
+from assistant.formats import Row, clean_doi
+from assistant.formats.textfile import encoding_of, not_a_file
 from assistant.labels import derive_label
 from assistant.text import content_key, fingerprint, normalize_text
 
-SUFFIXES = {".txt": "seed", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
-_OPTIONAL = ("title", "authors", "year", "url", "venue")
-_POSITION = {"seed": "abstract", "jsonl": "line", "csv": "row"}  # what "#3" counts, per format
+SUFFIXES = {
+    ".txt": "seed",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".bib": "bibtex",
+    ".ris": "ris",
+    ".atom": "atom",
+    ".xml": "atom",
+}
+KNOWN_TYPES = ".txt, .jsonl, .json, .csv, .bib, .ris, .atom, .xml"
+_POSITION = {  # what "#3" counts, per format
+    "seed": "abstract",
+    "jsonl": "line",
+    "json": "record",
+    "csv": "row",
+    "bibtex": "entry",
+    "ris": "record",
+    "atom": "entry",
+}
+_FORMAT_NAME = {
+    "seed": "seed",
+    "jsonl": "JSONL",
+    "json": "JSON",
+    "csv": "CSV",
+    "bibtex": "BibTeX",
+    "ris": "RIS",
+    "atom": "Atom",
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +69,7 @@ class Paper:
     year: int | None = None
     venue: str | None = None
     url: str | None = None
+    doi: str | None = None
 
     @property
     def source_file(self) -> str:
@@ -61,15 +91,15 @@ class Paper:
     def location(self) -> str:
         """Where the abstract came from, readably: '004_cebd1b31328fe8e6.txt, abstract 2'."""
         name, sep, position = self.source.rpartition("#")
-        kind = SUFFIXES.get(Path(name).suffix.lower(), "")
+        kind = _kind_of_name(name)
         if not sep or not position.isdigit() or kind not in _POSITION:
             return self.source
         return f"{name}, {_POSITION[kind]} {position}"
 
     @property
     def reference(self) -> str:
-        """How a reader finds the paper: its URL when known, else where its abstract is."""
-        return self.url or self.location
+        """How a reader finds the paper: its URL, else its DOI's, else where its abstract is."""
+        return self.url or (f"https://doi.org/{self.doi}" if self.doi else self.location)
 
     def author_names(self, limit: int | None = None) -> str:
         """'A, B and C'; past ``limit`` names, 'A, B et al.'; '' when none are recorded."""
@@ -87,13 +117,15 @@ class Paper:
         return " · ".join(p for p in parts if p)
 
     def bibliographic(self) -> dict[str, Any]:
-        """Title, authors, year, venue and URL for JSON output; null or empty when unknown."""
+        """Title, authors, year, venue, URL and DOI for JSON output; null or empty when
+        unknown."""
         return {
             "title": self.title,
             "authors": list(self.authors),
             "year": self.year,
             "venue": self.venue,
             "url": self.url,
+            "doi": self.doi,
         }
 
     def metadata(self) -> dict[str, str | int]:
@@ -191,6 +223,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
         year=year_int,
         venue=(str(record["venue"]).strip() or None) if record.get("venue") else None,
         url=(str(record["url"]).strip() or None) if record.get("url") else None,
+        doi=clean_doi(str(record["doi"])) if record.get("doi") else None,
     )
 
 
@@ -208,41 +241,6 @@ def _cut(record: dict[str, Any], max_chars: int | None, where: str) -> str | Non
         f"only its first {len(record['abstract']):,} are indexed "
         "(ASSISTANT_CORPUS__MAX_ABSTRACT_CHARS sets the limit)"
     )
-
-
-def _encoding(path: Path) -> str:
-    """The encoding to read the file with, after checking all of it decodes (a pass over the
-    bytes, a block at a time: nothing is held), or an InputFileError that says how to fix it."""
-    if not path.exists():
-        raise InputFileError(str(path), "no such file or folder; check the path")
-    with path.open("rb") as handle:
-        head = handle.read(8192)
-        utf16 = head.startswith((b"\xff\xfe", b"\xfe\xff"))
-        if b"\x00" in head and not utf16:
-            raise InputFileError(
-                str(path), "looks binary, not text; give a .txt, .jsonl or .csv file of abstracts"
-            )
-        encoding = "utf-16" if utf16 else "utf-8-sig"
-        decoder = codecs.getincrementaldecoder(encoding)()
-        offset, blank, block = 0, True, head
-        while True:
-            try:
-                text = decoder.decode(block, final=not block)  # the last call: nothing left over
-            except UnicodeDecodeError as exc:
-                where = offset - len(decoder.getstate()[0]) + exc.start
-                raise InputFileError(
-                    str(path),
-                    f"not valid UTF-8 (byte {where}); re-save it as UTF-8, "
-                    f"e.g. iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}",
-                ) from exc
-            blank = blank and not text.strip()
-            if not block:
-                break
-            offset += len(block)
-            block = handle.read(1 << 16)
-    if blank:
-        raise InputFileError(str(path), "file is empty; nothing to ingest")
-    return encoding
 
 
 # A seed file's header that names a venue and year: "NeurIPS 2025 Papers", "ICML 2024".
@@ -277,21 +275,6 @@ def _seed_records(lines: Iterable[str], headers: list[str]) -> Iterator[tuple[in
         yield position + 1, {"abstract": "\n".join(paragraph), **shared}
 
 
-def _jsonl_records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield line_no, f"line {line_no} is not valid JSON ({exc.msg})"
-            continue
-        if not isinstance(record, dict):
-            yield line_no, f"line {line_no} is not a JSON object"
-            continue
-        yield line_no, record
-
-
 def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     reader = csv.DictReader(lines)
     columns = {c.strip().lower(): c for c in (reader.fieldnames or []) if c}
@@ -306,49 +289,112 @@ def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[s
         yield row_no, {key: row.get(original) for key, original in columns.items()}
 
 
+def _kind_of_name(name: str) -> str | None:
+    return SUFFIXES.get(Path(name).suffix.lower())
+
+
+def _kind(path: Path, encoding: str) -> str:
+    """The format of a file: by extension, and for ``.txt`` by its first line (``TY  -`` is
+    RIS, ``@article{`` BibTeX: what EndNote and some Zotero exports save as text)."""
+    kind = _kind_of_name(path.name)
+    if kind != "seed":
+        return kind or "seed"
+    with path.open(encoding=encoding) as handle:
+        first = next((line for line in itertools.islice(handle, 50) if line.strip()), "")
+    first = first.lstrip("\ufeff").strip()
+    if re.match(r"TY  - ", first):
+        return "ris"
+    if re.match(r"@\w+\s*\{", first):
+        return "bibtex"
+    return "seed"
+
+
+def _rows(
+    kind: str, handle: TextIO, path: Path, headers: list[str], notes: list[str]
+) -> Iterator[Row]:
+    """The reader of one format over an open file."""
+    from assistant.formats import arxiv, bibtex, json_works, ris
+
+    readers: dict[str, Callable[[], Iterator[Row]]] = {
+        "seed": lambda: _seed_records(handle, headers),
+        "jsonl": lambda: json_works.jsonl_rows(handle, path.name, notes),
+        "json": lambda: json_works.json_rows(handle, path.name, notes),
+        "csv": lambda: _csv_records(handle, path),
+        "bibtex": lambda: bibtex.rows(handle, path.name, notes),
+        "ris": lambda: ris.rows(handle, path.name, notes),
+        "atom": lambda: arxiv.rows(handle, path.name, notes),
+    }
+    return readers[kind]()
+
+
+def _holds_nul(record: dict[str, Any]) -> bool:
+    return any(isinstance(v, str) and "\x00" in v for v in record.values())
+
+
 def iter_file(
     path: Path,
     max_chars: int | None = None,
     warnings: list[str] | None = None,
     headers: list[str] | None = None,
 ) -> Iterator[Paper | InputFileError]:
-    """Papers of one file, read as a stream, and the rows of it that could not be read, in file
-    order. Abstracts longer than ``max_chars`` are cut, and a line saying so is added to
-    ``warnings``; a seed file's header line goes to ``headers``. A file that cannot be read at
-    all raises InputFileError before anything is yielded."""
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None and path.exists():
+    """Papers of one file, read as a stream, and the entries of it that could not be read, in
+    file order. Abstracts longer than ``max_chars`` are cut, and a line saying so is added to
+    ``warnings``, as is one for entries skipped for want of an abstract; a seed file's header
+    line goes to ``headers``. A file that cannot be read at all raises InputFileError before
+    anything is yielded."""
+    what = not_a_file(path)
+    if what is not None:  # opening a named pipe would wait for a writer: never open it
+        raise InputFileError(str(path), f"is {what}, not a file; skipped (give a file of papers)")
+    if _kind_of_name(path.name) is None and path.exists() and not path.is_dir():
         raise InputFileError(
-            str(path), f"unknown file type {path.suffix or '(none)'}; use .txt, .jsonl or .csv"
+            str(path), f"unknown file type {path.suffix or '(none)'}; use {KNOWN_TYPES}"
         )
-    encoding = _encoding(path)
+    encoding = encoding_of(path)
+    kind = _kind(path, encoding)
+    notes = warnings if warnings is not None else []
+    found = False
     with path.open(encoding=encoding, newline="" if kind == "csv" else None) as handle:
-        rows: Iterable[tuple[int, dict[str, Any] | str]]
-        if kind == "seed":
-            rows = _seed_records(handle, headers if headers is not None else [])
-        elif kind == "jsonl":
-            rows = _jsonl_records(handle)
-        else:
-            rows = _csv_records(handle, path)
-        found = False
-        for position, record in rows:
-            found = True
-            if isinstance(record, str):
-                yield InputFileError(f"{path}", record)
-                continue
-            note = _cut(record, max_chars, f"{path}:{position}")
-            if note is not None and warnings is not None:
-                warnings.append(note)
-            try:
-                yield make_paper(record, f"{path.name}#{position}")
-            except ValueError as exc:
-                yield InputFileError(f"{path}#{position}", f"{exc}; row skipped")
-    if not found:
+        try:
+            for position, record in _rows(
+                kind, handle, path, [] if headers is None else headers, notes
+            ):
+                found = True
+                if isinstance(record, str):
+                    yield InputFileError(f"{path}", record)
+                    continue
+                if _holds_nul(record):
+                    where = f"{_POSITION[kind]} {position}"
+                    yield InputFileError(
+                        f"{path}#{position}",
+                        f"{where} holds a NUL byte (\\0), a sign of a damaged file; skipped",
+                    )
+                    continue
+                note = _cut(record, max_chars, f"{path}:{position}")
+                if note is not None:
+                    notes.append(note)
+                try:
+                    yield make_paper(record, f"{path.name}#{position}")
+                except ValueError as exc:
+                    yield InputFileError(f"{path}#{position}", f"{exc}; row skipped")
+        except (ValueError, SyntaxError) as exc:  # a whole-file parser's (JSON, XML, Atom)
+            problem = InputFileError(
+                str(path), f"not a readable {_FORMAT_NAME[kind]} file: {_said(exc)}"
+            )
+            if not found:
+                raise problem from exc
+            yield problem
+            return
+    if not found and not any(n.startswith(f"{path.name}:") for n in notes):
         raise InputFileError(
             str(path),
-            "no abstracts found (expected a header line, then "
-            "one abstract per paragraph, or JSONL/CSV with an 'abstract' field)",
+            f"no abstracts found (expected a {_FORMAT_NAME[kind]} file with abstracts: a seed "
+            "file has a header line, then one abstract per paragraph; JSONL/CSV an 'abstract' "
+            "field)",
         )
+
+
+def _said(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def load_file(
@@ -365,13 +411,26 @@ def load_file(
     return papers, problems
 
 
-def expand_paths(paths: Iterable[Path]) -> Iterator[Path]:
-    """Files named, and the readable files inside folders named, in a stable order."""
+def expand_paths(paths: Iterable[Path]) -> Iterator[Path | InputFileError]:
+    """Files named, and the files of a known type inside folders named, in a stable order; a
+    folder that cannot be listed, or that holds no file of a known type, is a problem."""
     for path in paths:
-        if path.is_dir():
-            yield from sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
-        else:
+        if not path.is_dir():
             yield path
+            continue
+        try:
+            inside = sorted(path.iterdir())
+        except OSError as exc:
+            yield InputFileError(str(path), f"cannot list the folder ({exc.strerror or exc})")
+            continue
+        known = [p for p in inside if _kind_of_name(p.name) and not p.is_dir()]
+        if not known:
+            others = ", ".join(p.name for p in inside[:3]) + (", …" if len(inside) > 3 else "")
+            found = f" (it holds {others})" if others else " (it is empty)"
+            yield InputFileError(
+                str(path), f"no files of papers in this folder{found}; give {KNOWN_TYPES} files"
+            )
+        yield from known
 
 
 def load_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
@@ -391,6 +450,9 @@ def stream_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadRe
     def read() -> Iterator[Paper]:
         result.reset()
         for path in expand_paths(chosen):
+            if isinstance(path, InputFileError):
+                result.problems.append(path)
+                continue
             try:
                 items = iter_file(path, max_chars, result.warnings, result.headers)
                 first = next(items, None)  # a file that cannot be read fails here, whole

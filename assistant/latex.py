@@ -25,7 +25,8 @@ _MATH = (
     r"|\\\[.+?\\\]"
 )
 _MATH_SPAN = re.compile(_MATH, re.S)
-_COMMAND = re.compile(r"\\([A-Za-z]+)|\\[%$&#_{}]")
+# A macro, an escaped special character, or an accent as BibTeX writes them ({\"o}, {\'e}).
+_COMMAND = re.compile(r"\\([A-Za-z]+)|\\[%$&#_{}]|\\['\"^`~=.](?=\{?[A-Za-z])")
 _LITERAL = re.compile(_MATH + r"|\\.|[%$&#]", re.S)  # what _protect leaves or escapes
 # Operator names glued to what precedes them ("T\log T" would print "Tlog T"); a space is
 # meaningless in math mode, so one before the macro changes nothing but the printed text.

@@ -19,7 +19,7 @@ from assistant.context import Context
 from assistant.lexical import analyze
 from assistant.retrieval import Hit
 
-Kind = Literal["authors", "link", "venue", "year", "from_year"]
+Kind = Literal["authors", "doi", "link", "venue", "year", "from_year"]
 
 _AUTHORS = re.compile(
     r"\bwho\b[^?.]{0,20}\b(?:wrote|write|writes|authored)\b|\bwho (?:are|were|is|was) the "
@@ -27,6 +27,7 @@ _AUTHORS = re.compile(
     r"|\b(?:list|name|give me) (?:all )?the authors\b|\bauthors? (?:list|names)\b",
     re.IGNORECASE,
 )
+_DOI = re.compile(r"\bdois?\b", re.IGNORECASE)
 _LINK = re.compile(
     r"\bwhere can (?:i|one|we) (?:read|find|get|download|access)\b|\blinks? (?:to|for)\b"
     r"|\b(?:url|pdf|doi)\b",
@@ -96,6 +97,7 @@ def parse(question: str) -> MetadataQuestion | None:
     """What metadata the question asks for, or None when it asks about content."""
     checks: tuple[tuple[Kind, re.Pattern[str]], ...] = (
         ("authors", _AUTHORS),
+        ("doi", _DOI),
         ("link", _LINK),
         ("venue", _VENUE),
         ("year", _WHEN),
@@ -126,6 +128,10 @@ def _sentence(kind: Kind, hit: Hit, n: int) -> str:
         if paper.authors:
             return f"{name} was written by {paper.author_names()} [{n}]."
         return f"The abstracts I have do not list the authors of {name} [{n}]."
+    if kind == "doi":
+        if paper.doi:
+            return f"The DOI of {name} is {paper.doi} [{n}]."
+        return f"The abstracts I have do not record a DOI for {name} [{n}]."
     if kind == "link":
         if paper.url:
             return f"{name} is at {paper.url} [{n}]."

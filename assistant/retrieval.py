@@ -18,13 +18,11 @@ import numpy as np
 
 from assistant.corpus import Paper
 from assistant.embeddings import Embedder
+from assistant.filters import filter_fields
 from assistant.labels import coined_name
 from assistant.lexical import analyze
 from assistant.settings import RetrievalSettings
 from assistant.store.base import Filter, Match, Store
-
-FILTER_KEYS = ("source_file", "year", "venue", "paper_id")
-
 
 # Where a name ends: not inside a longer word or hyphenated compound ("Flow" is not named by
 # "Flow-based", "BASE" not by "base-2"), except before a model size or version ("-32B",
@@ -103,22 +101,8 @@ def fuse(
 
 
 def check_filters(filters: Mapping[str, Any] | None) -> Filter:
-    """The store's filter for ``{key: value}``; ``paper_id`` may be one id or a list of ids."""
-    clean: dict[str, Any] = {}
-    for key, value in (filters or {}).items():
-        if key not in FILTER_KEYS:
-            raise ValueError(f"unknown filter {key!r}; filter on one of {', '.join(FILTER_KEYS)}")
-        if key == "year":
-            try:
-                clean["year"] = int(value)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"filter year={value!r} is not a year") from exc
-        elif key == "paper_id":
-            many = isinstance(value, list | tuple | set | frozenset)
-            clean["paper_ids"] = frozenset(str(v) for v in (value if many else [value]))
-        else:
-            clean[key] = str(value)
-    return Filter(**clean)
+    """The store's filter for ``{key: value}`` (keys and values: ``assistant.filters``)."""
+    return Filter(**filter_fields(filters))
 
 
 def zscore_fuse(
@@ -172,6 +156,11 @@ class HybridRetriever:
 
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
+        if where.catalog_only:  # author, title, DOI, year range: the catalog names the papers
+            ids = self.store.matching(where)
+            if not ids:
+                return Candidates([], [], [], [])
+            where = Filter(paper_ids=frozenset(ids))
         dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
         vector = self._embed_while_warming(query) if dense else None
         # Papers have a few chunks and many sentences: ask for enough to cover n papers.

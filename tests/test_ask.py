@@ -249,7 +249,7 @@ def test_cli_ask_json_contract(shipped_store, server):
     keys = {"sentence", "sources", "score", "verdict", "evidence", "attributed", "reason"}
     assert payload["checks"] and all(set(c) == keys for c in payload["checks"])
     assert payload["citations"][0]["label"] == "KVFlow"
-    metadata = {"title", "authors", "year", "venue", "url"}
+    metadata = {"title", "authors", "year", "venue", "url", "doi"}
     assert set(payload["citations"][0]) == {"n", "paper_id", "label", "source", "text"} | metadata
     assert set(payload["retrieved"][0]) == {"paper_id", "label", "source", "score"} | metadata
     assert set(payload["usage"]) == {

@@ -36,6 +36,7 @@ def test_search_json_contract(shipped_store: Path):
         "year",
         "venue",
         "url",
+        "doi",
     }
     assert first["rank"] == 1 and first["label"] == "KVFlow"
     assert first["source"] == "004_cebd1b31328fe8e6.txt#2"

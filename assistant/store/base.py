@@ -28,15 +28,30 @@ Kind = Literal["chunks", "sentences"]
 
 @dataclass(frozen=True)
 class Filter:
-    """Which papers a search may return: every field that is set must match (None: any)."""
+    """Which papers a search may return: every field that is set must match (None: any).
+    ``author``, ``title``, ``doi`` and the year bounds are matched as ``assistant.filters``
+    says; stores answer them from their catalog (``matching``), and a search narrows them to
+    ``paper_ids`` before it asks for vectors (``catalog_only``)."""
 
     year: int | None = None
     venue: str | None = None
     source_file: str | None = None
     paper_ids: frozenset[str] | None = None
+    author: str | None = None
+    title: str | None = None
+    doi: str | None = None
+    year_min: int | None = None
+    year_max: int | None = None
 
     def __bool__(self) -> bool:
         return any(v is not None for v in self.fields().values())
+
+    @property
+    def catalog_only(self) -> bool:
+        """Set fields that vector metadata does not hold: resolve them to ``paper_ids``."""
+        return any(
+            v is not None for v in (self.author, self.title, self.doi, self.year_min, self.year_max)
+        )
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -44,14 +59,30 @@ class Filter:
             "venue": self.venue,
             "source_file": self.source_file,
             "paper_id": self.paper_ids,
+            "author": self.author,
+            "title": self.title,
+            "doi": self.doi,
+            "year_min": self.year_min,
+            "year_max": self.year_max,
         }
 
     def accepts(self, paper: Paper) -> bool:
+        from assistant.filters import any_author, has_words, same_doi
+
         if self.paper_ids is not None and paper.paper_id not in self.paper_ids:
             return False
         wanted = {"year": self.year, "venue": self.venue, "source_file": self.source_file}
         have = {"year": paper.year, "venue": paper.venue, "source_file": paper.source_file}
-        return all(v is None or have[k] == v for k, v in wanted.items())
+        if not all(v is None or have[k] == v for k, v in wanted.items()):
+            return False
+        year = paper.year if paper.year is not None else None
+        return (
+            (self.author is None or any_author(paper.authors, self.author))
+            and (self.title is None or has_words(paper.title, self.title))
+            and (self.doi is None or same_doi(paper.doi, self.doi))
+            and (self.year_min is None or (year is not None and year >= self.year_min))
+            and (self.year_max is None or (year is not None and year <= self.year_max))
+        )
 
 
 @dataclass(frozen=True)

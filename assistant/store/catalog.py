@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS papers (
     year INTEGER,
     venue TEXT,
     url TEXT,
+    doi TEXT,
     abstract TEXT NOT NULL,
     n_chunks INTEGER NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('pending', 'ready', 'deleting')),
@@ -57,7 +58,7 @@ CREATE INDEX IF NOT EXISTS removed_changed ON removed(changed_at);
 _CHANGES = "CREATE INDEX IF NOT EXISTS papers_changed ON papers(changed_at)"
 _GENERATION = "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0)"
 CATALOG_FILE = "catalog.sqlite3"
-_PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url"
+_PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url, doi"
 _MAX_VARS = 900  # stay under SQLite's bound on query parameters
 
 
@@ -77,6 +78,7 @@ def _row_to_paper(row: sqlite3.Row) -> Paper:
         year=row["year"],
         venue=row["venue"],
         url=row["url"],
+        doi=row["doi"],
     )
 
 
@@ -116,6 +118,8 @@ class Catalog:
         """Give a catalog from before change tracking its ``changed_at`` column, and record
         from which generation on changes are known (an index older than that is rebuilt)."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(papers)")}
+        if "doi" not in columns:  # a catalog from before DOIs were kept: none are known
+            self._db.execute("ALTER TABLE papers ADD COLUMN doi TEXT")
         if {"changed_at", "terms"} <= columns and self.get_meta("changes_from") is not None:
             return
         with self._transaction() as cur:
@@ -233,6 +237,7 @@ class Catalog:
                 p.year,
                 p.venue,
                 p.url,
+                p.doi,
                 p.paper_id,
             )
             for p in papers
@@ -240,7 +245,7 @@ class Catalog:
         with self._transaction() as cur:
             cur.executemany(
                 "UPDATE papers SET fingerprint = ?, source = ?, source_file = ?, label = ?, "
-                "authors = ?, year = ?, venue = ?, url = ? WHERE paper_id = ?",
+                "authors = ?, year = ?, venue = ?, url = ?, doi = ? WHERE paper_id = ?",
                 rows,
             )
 
@@ -254,8 +259,9 @@ class Catalog:
                 cur.execute("DELETE FROM chunks WHERE paper_id = ?", (paper.paper_id,))
                 cur.execute(
                     "INSERT OR REPLACE INTO papers(paper_id, fingerprint, source, source_file, "
-                    "label, title, authors, year, venue, url, abstract, n_chunks, terms, state, "
-                    f"changed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, 'pending', {_GENERATION} + 1)",
+                    "label, title, authors, year, venue, url, doi, abstract, n_chunks, terms, "
+                    "state, changed_at) "
+                    f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?, 'pending', {_GENERATION} + 1)",
                     (
                         paper.paper_id,
                         paper.fingerprint,
@@ -267,6 +273,7 @@ class Catalog:
                         paper.year,
                         paper.venue,
                         paper.url,
+                        paper.doi,
                         paper.abstract,
                         len(chunks),
                         (terms or {}).get(paper.paper_id),
@@ -294,8 +301,8 @@ class Catalog:
             self.bump_generation(cur)
             cur.executemany(
                 "INSERT INTO papers(paper_id, fingerprint, source, source_file, label, title, "
-                "authors, year, venue, url, abstract, n_chunks, state, changed_at) "
-                f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?, {_GENERATION})",
+                "authors, year, venue, url, doi, abstract, n_chunks, state, changed_at) "
+                f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?, {_GENERATION})",
                 [
                     (
                         p.paper_id,
@@ -308,6 +315,7 @@ class Catalog:
                         p.year,
                         p.venue,
                         p.url,
+                        p.doi,
                         p.abstract,
                         n_chunks,
                         state,
@@ -437,15 +445,34 @@ class Catalog:
             yield row["paper_id"], row["terms"], _row_to_paper(row)
 
     def ids_matching(self, filters: Mapping[str, str | int | tuple[str, ...]]) -> set[str]:
-        """Ready paper ids whose metadata equals every filter; a tuple value means any of."""
+        """Ready paper ids whose metadata equals every filter; a tuple value means any of.
+        ``author``, ``title`` and ``doi`` match as ``assistant.filters`` says (functions
+        registered with SQLite), ``year_min`` and ``year_max`` are bounds."""
+        from assistant import filters as match
+
         allowed = {"source_file", "year", "venue", "source", "label", "paper_id"}
-        unknown = set(filters) - allowed
+        functions = {
+            "author": ("author_has", "authors", 2, match.authors_json_match),
+            "title": ("title_has", "title", 2, match.has_words),
+            "doi": ("doi_is", "doi", 2, match.same_doi),
+        }
+        bounds = {"year_min": "year >= ?", "year_max": "year <= ?"}
+        unknown = set(filters) - allowed - set(functions) - set(bounds)
         if unknown:
-            raise ValueError(f"cannot filter on {sorted(unknown)}; use one of {sorted(allowed)}")
+            known = sorted(allowed | set(functions) | set(bounds))
+            raise ValueError(f"cannot filter on {sorted(unknown)}; use one of {known}")
         clauses: list[str] = ["state = 'ready'"]
         params: list[str | int] = []
         for key, value in filters.items():
-            if isinstance(value, tuple):
+            if key in functions:
+                name, column, arity, test = functions[key]
+                self._db.create_function(name, arity, test, deterministic=True)
+                clauses.append(f"{name}({column}, ?)")
+                params.append(str(value))
+            elif key in bounds:
+                clauses.append(bounds[key])
+                params.append(value)  # type: ignore[arg-type]
+            elif isinstance(value, tuple):
                 clauses.append(f"{key} IN ({','.join('?' * len(value))})")
                 params.extend(value)
             else:

@@ -1,0 +1,113 @@
+"""The filter keys: parsed into one-line errors, and matched the same way by the catalog's SQL
+(``Catalog.ids_matching``) and in memory (``Filter.accepts``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from assistant.corpus import Paper
+from assistant.filters import filter_fields, fold, shown, split_filter
+from assistant.retrieval import check_filters
+from assistant.store.base import Filter
+from assistant.store.catalog import Catalog
+
+PAPERS = [
+    Paper("a", "x.bib#1", "A", "Abstract a.", "Soil moisture from radar", ("Hans Müller",), 2021,
+          "RSE", None, "10.1016/J.RSE.1"),
+    Paper("b", "x.bib#2", "B", "Abstract b.", "Radar glaciers", ("Søren Okafor", "Li Wei"), 2023),
+    Paper("c", "y.ris#1", "C", "Abstract c.", None, (), None, "Nature"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("author=Okafor", {"author": "Okafor"}),
+        ("year>=2023", {"year_min": 2023}),
+        ("year<=2022", {"year_max": 2022}),
+        ("year=2021..2023", {"year_min": 2021, "year_max": 2023}),
+        ("year=2021..", {"year_min": 2021}),
+        ("year = 2024", {"year": 2024}),
+        ("doi=https://doi.org/10.1/X", {"doi": "https://doi.org/10.1/X"}),
+    ],
+)
+def test_filters_parse(item: str, expected: dict[str, object]):
+    key, value = split_filter(item)
+    assert filter_fields({key: value}) == expected
+    assert shown({key: value}).replace(" ", "") == item.replace(" ", "")
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("year=99999999999999999999999", "is not a year from 1 to 9999"),
+        ("year=9223372036854775808", "is not a year from 1 to 9999"),
+        ("year>=-5", "is not a year from 1 to 9999"),
+        ("year=2023..2021", "is an empty range"),
+        ("colour=red", "unknown filter 'colour'; filter on author=NAME, title=WORDS"),
+        ("author=--", "has no words to look for"),
+    ],
+)
+def test_bad_filters_are_one_line(item: str, message: str):
+    with pytest.raises(ValueError, match=message) as err:
+        check_filters(dict([split_filter(item)]))
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="is not KEY=VALUE"):
+        split_filter("author")
+
+
+def test_fold_ignores_case_and_accents():
+    assert fold("Müller Søreide ÉCOLE Łódź") == "muller soreide ecole lodz"
+
+
+def _catalog(path: Path) -> Catalog:
+    catalog = Catalog(path)
+    catalog.mark_pending([(p, []) for p in PAPERS])
+    catalog.set_state([p.paper_id for p in PAPERS], "ready")
+    return catalog
+
+
+@pytest.mark.parametrize(
+    ("fields", "ids"),
+    [
+        ({"author": "muller"}, {"a"}),
+        ({"author": "SOREN okafor"}, {"b"}),
+        ({"author": "okafor wei"}, set()),  # every word in one author's name
+        ({"title": "radar"}, {"a", "b"}),
+        ({"title": "radar soil"}, {"a"}),
+        ({"doi": "doi:10.1016/j.rse.1"}, {"a"}),
+        ({"year_min": 2022}, {"b"}),
+        ({"year_max": 2022}, {"a"}),
+        ({"year_min": 2021, "year_max": 2023, "author": "wei"}, {"b"}),
+        ({"venue": "Nature"}, {"c"}),
+    ],
+)
+def test_catalog_and_memory_agree(tmp_path: Path, fields: dict[str, object], ids: set[str]):
+    where = Filter(**fields)  # type: ignore[arg-type]
+    assert where.catalog_only == bool(set(fields) - {"venue"})
+    assert {p.paper_id for p in PAPERS if where.accepts(p)} == ids
+    catalog = _catalog(tmp_path / "catalog.sqlite3")
+    try:
+        query = {k: v for k, v in where.fields().items() if v is not None}
+        assert catalog.ids_matching(query) == ids  # type: ignore[arg-type]
+    finally:
+        catalog.close()
+
+
+def test_a_catalog_from_before_dois_gains_the_column_in_place(tmp_path: Path):
+    path = tmp_path / "catalog.sqlite3"
+    _catalog(path).close()
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("ALTER TABLE papers DROP COLUMN doi")
+    catalog = Catalog(path)
+    try:
+        assert catalog.papers(["a"])["a"].doi is None  # read, not rewritten
+        catalog.update_in_place([PAPERS[0]])  # the next ingest records it
+        assert catalog.papers(["a"])["a"].doi == "10.1016/J.RSE.1"
+        assert catalog.ids_matching({"doi": "10.1016/j.rse.1"}) == {"a"}
+    finally:
+        catalog.close()
