@@ -90,7 +90,8 @@ def test_eval_cli_offline_run_and_resume(shipped_store: Path, tmp_path: Path):
     assert totals["cited_precision"] >= 0.8
     assert second.exit_code == 1 and "questions = 6.000 < 7.0" in second.stderr
     html = (out / "report.html").read_text()
-    assert html.count("<svg") >= 3 and "q52" in html
+    assert html.count("<svg") == 2 and 'data-split="tune" data-type="followup"' in html
+    assert '<td class="label">q52</td>' in html  # report.html: tests/test_eval_report.py
     assert "| faithfulness | 1.000 |" in (out / "report.md").read_text()
     compared = CliRunner().invoke(main, ["eval", "--compare", str(out), str(out)])
     assert compared.exit_code == 0 and "no question changed its outcome" in compared.stdout

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.errors import AssistantError, InputFileError
+from assistant.eval.formats import MACHINE_DEPENDENT, lower_is_better
 from assistant.eval.harness import METRICS
 from assistant.eval.reader import LOWER_IS_BETTER
 
@@ -25,29 +26,74 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
+def _better(name: str, delta: float | None) -> bool | None:
+    """Whether a change of ``delta`` is an improvement (None: no change, or unknown)."""
+    if delta is None or abs(delta) < 1e-9:
+        return None
+    return (delta < 0) if lower_is_better(name) else (delta > 0)
+
+
+def _question_changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, bool]]:
+    """What changed for one question, each with whether it is an improvement."""
+    notes: list[tuple[str, bool]] = []
+    answerable = new.get("answerable", True)
+    if bool(old.get("error")) != bool(new.get("error")):
+        answered = not new.get("error")
+        return [("answered, was no answer" if answered else "no answer now", answered)]
+    if old["refused"] != new["refused"]:
+        refused = new["refused"]
+        notes.append(("now refused" if refused else "now answered", refused != answerable))
+    elif answerable and not new["refused"] and "correct" in old and "correct" in new:
+        if old["correct"] != new["correct"]:
+            notes.append(("now correct" if new["correct"] else "no longer correct", new["correct"]))
+    for name in WATCHED:
+        va, vb = old["metrics"].get(name), new["metrics"].get(name)
+        if va is not None and vb is not None and abs(vb - va) >= 0.1:
+            notes.append((f"{name} {va:.2f} -> {vb:.2f}", vb > va))
+    return notes
+
+
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Per-metric deltas (b - a) and the questions whose outcome changed."""
+    """Per-metric deltas (b - a), each said better or worse, and the questions whose outcome
+    changed: ``direction`` "improved", "regressed" or "mixed". Latency is marked
+    ``machine_dependent``: it moves with the load of the machine as much as with the code."""
     metrics = []
     for name in (*METRICS, "latency_p50_ms", "latency_p95_ms", "cost_usd"):
         va, vb = a["aggregate"].get(name), b["aggregate"].get(name)
         delta = vb - va if va is not None and vb is not None else None
-        metrics.append({"metric": name, "a": va, "b": vb, "delta": delta})
+        metrics.append(
+            {
+                "metric": name,
+                "a": va,
+                "b": vb,
+                "delta": delta,
+                "better": _better(name, delta),
+                "machine_dependent": name in MACHINE_DEPENDENT,
+            }
+        )
     rows_a = {r["id"]: r for r in a["questions"]}
+    ids_b = {r["id"] for r in b["questions"]}
     changes = []
     for row in b["questions"]:
         old = rows_a.get(row["id"])
-        if old is None:
-            continue
-        notes = []
-        if old["refused"] != row["refused"]:
-            notes.append("now refused" if row["refused"] else "now answered")
-        for name in WATCHED:
-            va, vb = old["metrics"].get(name), row["metrics"].get(name)
-            if va is not None and vb is not None and abs(vb - va) >= 0.1:
-                notes.append(f"{name} {va:.2f} -> {vb:.2f}")
+        notes = _question_changes(old, row) if old is not None else []
         if notes:
-            changes.append({"id": row["id"], "question": row["question"], "changes": notes})
-    return {"metrics": metrics, "questions": changes}
+            ups = {better for _, better in notes}
+            direction = "mixed" if len(ups) == 2 else ("improved" if True in ups else "regressed")
+            changes.append(
+                {
+                    "id": row["id"],
+                    "question": row["question"],
+                    "changes": [text for text, _ in notes],
+                    "direction": direction,
+                }
+            )
+    return {
+        "metrics": metrics,
+        "questions": changes,
+        "only_in_a": [i for i in rows_a if i not in ids_b],
+        "only_in_b": [r["id"] for r in b["questions"] if r["id"] not in rows_a],
+    }
 
 
 def parse_thresholds(specs: tuple[str, ...]) -> dict[str, float]:

@@ -71,21 +71,32 @@ def _converse(assistant: Assistant, conversation: Conversation, question: str) -
     return answer
 
 
+def _about(item: EvalItem) -> dict[str, Any]:
+    """What the eval set says of a question, copied into its row for the report."""
+    return {
+        "id": item.id,
+        "split": item.split,
+        "type": item.type,
+        "question": item.question,
+        "answerable": item.answerable,
+        "gold": item.gold_labels,
+        "gold_papers": item.gold_papers,
+        "reference": item.reference,
+    }
+
+
 def error_row(item: EvalItem, error: Exception) -> dict[str, Any]:
     """A question the model gave no answer to (an empty or reasoning-only reply): counted
     apart, in no metric, and asked again by ``--resume``."""
     return {
-        "id": item.id,
-        "type": item.type,
-        "question": item.question,
+        **_about(item),
         "search_query": item.question,
-        "answerable": item.answerable,
         "refused": False,
         "correct": False,
         "error": str(error),
         "answer": "",
         "cited": [],
-        "gold": item.gold_labels,
+        "cited_papers": [],
         "warnings": [str(error)],
         "latency_ms": 0.0,
         "prompt_tokens": 0,
@@ -109,15 +120,12 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
     ranked = [h.paper_id for h in assistant.search(query, k=10)]
     gold = {pid: 1.0 for pid in item.gold_papers}
     row: dict[str, Any] = {
-        "id": item.id,
-        "type": item.type,
-        "question": item.question,
+        **_about(item),
         "search_query": query,
-        "answerable": item.answerable,
         "refused": answer.refused,
         "answer": answer.text,
         "cited": [c.label for c in answer.citations],
-        "gold": item.gold_labels,
+        "cited_papers": [c.paper_id for c in answer.citations],
         "warnings": answer.warnings,
         "latency_ms": round(answer.latency_ms, 1),
         "prompt_tokens": answer.usage.prompt_tokens,

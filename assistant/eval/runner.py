@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -15,10 +16,10 @@ from assistant.errors import InputFileError
 from assistant.eval.calibration import JSON_FIELDS, calibrate, load_pairs
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import load_eval_set
+from assistant.eval.formats import metric_label, metric_value, summary_rows
 from assistant.eval.harness import aggregate, run_eval
 from assistant.eval.judges import make_judge
-from assistant.eval.reader import LOWER_IS_BETTER
-from assistant.eval.report import metric_label, metric_value, summary_rows, write_results
+from assistant.eval.report import write_results
 from assistant.resources import default_eval_set
 from assistant.settings import Settings
 
@@ -114,36 +115,67 @@ def run(
     return not failed
 
 
+_MACHINE_NOTE = (
+    "latency depends on the machine and its load when each run ran: compare it only between "
+    "runs made side by side on one machine"
+)
+
+
 def print_comparison(console: Console, a: Path, b: Path, as_json: bool) -> None:
     diff = compare(load_results(a), load_results(b))
     if as_json:
-        console.print_json(json.dumps(diff))
+        console.print_json(json.dumps(diff | {"note": _MACHINE_NOTE}))
         return
     table = Table(title=f"{a} → {b}")
     for column in ("metric", "A", "B", "Δ"):
         table.add_column(column, justify="left" if column == "metric" else "right")
-
     for row in diff["metrics"]:
-        name, delta = row["metric"], row["delta"]
-        style = "" if delta is None or abs(delta) < 1e-9 else ("green" if delta > 0 else "red")
-        if name in {"latency_p50_ms", "latency_p95_ms", "cost_usd", *LOWER_IS_BETTER} and style:
-            style = "red" if style == "green" else "green"  # lower is better there
-        shown = metric_value(name, delta, signed=True)
+        name, better = row["metric"], row["better"]
+        shown = metric_value(name, row["delta"], signed=True)
+        label = metric_label(name)
+        if row["machine_dependent"]:  # not the code's doing alone: no colour
+            label, style = f"{label} (machine-dependent)", "dim"
+        else:
+            style = "" if better is None else ("green" if better else "red")
         table.add_row(
-            metric_label(name),
+            label,
             metric_value(name, row["a"]),
             metric_value(name, row["b"]),
             f"[{style}]{shown}[/]" if style else shown,
         )
     console.print(table)
-    for change in diff["questions"]:
-        console.print(
-            f"{change['id']}: {'; '.join(change['changes'])} — {change['question']}",
-            soft_wrap=True,
-            highlight=False,
-        )
+    console.print(f"note: {_MACHINE_NOTE}", style="dim", highlight=False)
+    _print_questions(console, diff)
+
+
+def _print_questions(console: Console, diff: dict[str, Any]) -> None:
+    """Questions that got better, then worse, then both, each group with its count."""
+    for direction, title, style in (
+        ("improved", "improved", "green"),
+        ("regressed", "regressed", "red"),
+        ("mixed", "changed both ways", "yellow"),
+    ):
+        group = [c for c in diff["questions"] if c["direction"] == direction]
+        if group:
+            console.print(f"[bold {style}]{title}: {len(group)}[/]", highlight=False)
+        for change in group:
+            console.print(
+                f"  {change['id']}: {'; '.join(change['changes'])} — {change['question']}",
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
     if not diff["questions"]:
         console.print("no question changed its outcome")
+    for key, where in (("only_in_a", "A"), ("only_in_b", "B")):
+        ids = diff[key]
+        if ids:
+            shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+            console.print(
+                f"[yellow]{len(ids)} questions only in {where}[/] (the metrics above are over "
+                f"different questions): {shown}",
+                highlight=False,
+            )
 
 
 def print_calibration(
