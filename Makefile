@@ -1,14 +1,21 @@
 # One place for the project's commands; CI runs `make check`.
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 QUESTION ?= Which papers study KV-cache eviction, and what do they find?
 
 .PHONY: setup demo check lint test eval-smoke bench judge survey-bar survey-study answer-model answer-study clean-store
 
+# PYTHON=python3.12 make setup picks another interpreter; it must be 3.11 or newer.
+# The filter hides setuptools' notice that an editable install uses an import hook (the
+# package maps prompts/, data/ and evals/ into itself); it is information, not a problem.
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "error: $$($(PYTHON) --version 2>&1) is too old: Python 3.11 or newer is needed;" \
+	    "run e.g. make setup PYTHON=python3.12"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -27,12 +34,13 @@ test: setup
 
 check: lint eval-smoke test   ## what CI runs: lint, types, a small offline eval, tests
 
+# The run folder stays (replaced by the next run), so the report path it prints can be opened.
 eval-smoke: setup      ## 8 questions, extractive provider, offline judge, into a scratch store
 	rm -rf .ci-store evals/runs/ci
 	$(VENV)/bin/assistant ingest --store .ci-store --json > /dev/null
 	$(VENV)/bin/assistant eval --store .ci-store --limit 8 --out evals/runs/ci \
 	  --fail-under faithfulness=0.9 --fail-under recall@5=0.8
-	rm -rf .ci-store evals/runs/ci
+	rm -rf .ci-store
 
 bench: setup           ## SciFact retrieval benchmark (needs ../shared/data/scifact)
 	$(PY) benchmarks/scifact_retrieval.py

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from assistant import render
-from assistant.answer import Answer
+from assistant.answer import Answer, Citation
 from assistant.conversation import Conversation
 from assistant.core import Assistant
 from assistant.errors import AssistantError
@@ -37,13 +37,14 @@ HELP = """Commands:
                       year>=2023, year=2021..2023, venue=NAME, doi=DOI, source_file=FILE;
                       /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
-  /reset              forget the conversation
+  /new, /reset        forget the conversation: the next question searches every paper
   /save FILE          write the transcript as Markdown, with a reference list
                       (an existing FILE is kept unless you add --force)
   /bib FILE           write the papers cited so far as BibTeX (--force replaces FILE)
   /quit               leave (or Ctrl-D); Ctrl-C cancels an answer in progress
-Anything else is a question. Follow-ups like "how does the second one work?" refer to the
-papers cited in the last answer."""
+Anything else is a question. Follow-ups like "how does the second one work?" or "compare
+them" search only the papers of the last answer (a line says so); a question that names its
+own subject ("Which papers study Mamba, and what do they find?") searches them all."""
 
 
 class ChatSession:
@@ -113,6 +114,7 @@ class ChatSession:
             "/provider": lambda a: self.switch(provider=a),
             "/model": lambda a: self.switch(model=a),
             "/reset": lambda _: self.reset(),
+            "/new": lambda _: self.reset(),
             "/save": self.save,
             "/bib": self.save_bib,
             "/explain": self.explain,
@@ -134,9 +136,10 @@ class ChatSession:
             resolution = self.conversation.resolve(question, provider.condense)
             waiting.stop()
             filters: dict[str, object] = dict(self.filters)
-            if resolution.papers:
+            if resolution.papers:  # a follow-up: said in one line, with how to ask afresh
                 filters["paper_id"] = [p.paper_id for p in resolution.papers]
-            if resolution.query != question:
+                self.say(pinned_line(resolution.papers), "dim")
+            elif resolution.query != question:
                 self.say(f"(searching: {resolution.query})", "dim")
             pieces = self.assistant.stream(
                 question,
@@ -155,7 +158,7 @@ class ChatSession:
             self.console.print(line)
         for warning in answer.warnings:
             self.say(f"warning: {warning}", "yellow")
-        self.conversation.add(question, resolution.query, answer)
+        self.conversation.add(question, resolution.query, answer, resolution.papers)
 
     # -- commands ---------------------------------------------------------------------------
     def toggle_reasoning(self) -> None:
@@ -166,11 +169,15 @@ class ChatSession:
             self.say("reasoning hidden (the status line says while the model thinks)")
 
     def explain(self, arg: str = "") -> None:
-        """Each sentence of the last answer: its support score and the closest cited sentence."""
+        """Each sentence of the last answer: its support score and the closest cited sentence,
+        as `ask --explain` prints them. An answer checked at answer time shows those checks;
+        any other (an extractive one, or verification off) is checked now."""
         answer = self._last()
-        if answer is None or not answer.checks:
-            self.say("nothing checked yet: /explain follows an answer from a chat model")
+        if answer is None or answer.refused or not answer.citations:
+            self.say("nothing to explain: /explain follows an answer that cites abstracts")
             return
+        if not answer.checks:
+            answer.checks = self.assistant.check(answer)
         render.support_lines(self.console, answer, explain=True)
 
     def _last(self) -> Answer | None:
@@ -332,6 +339,15 @@ class ChatSession:
         if references:
             lines += ["## References", "", *references.values(), ""]
         return "\n".join(lines)
+
+
+def pinned_line(papers: list[Citation]) -> str:
+    """The one line that says a question was taken as a follow-up, and how to ask afresh."""
+    names = ", ".join(latex_to_text(p.label) for p in papers)
+    return (
+        f"(a follow-up, searched in the last answer's {names} only; /new, or a question "
+        "that names its subject, searches every paper)"
+    )
 
 
 def _shown(filters: dict[str, Any] | None) -> str:

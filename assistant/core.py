@@ -42,7 +42,7 @@ from assistant.tokens import count_tokens
 
 if TYPE_CHECKING:
     from assistant.store.chroma import ChromaVectors
-    from assistant.verify import Verifier
+    from assistant.verify import SentenceCheck, Verifier
 
 MAX_QUERY_CHARS = 20_000
 
@@ -384,6 +384,9 @@ class Assistant:
         mode = self.settings.llm.verify
         if mode == "off" or (mode == "auto" and not self.provider.prompts_model):
             return None
+        return self._sentence_checker()
+
+    def _sentence_checker(self) -> Verifier:
         with self._wiring:
             if self._verifier is None:
                 from assistant.eval.judges import OfflineJudge
@@ -391,6 +394,13 @@ class Assistant:
 
                 self._verifier = Verifier(OfflineJudge(self.embedder))
             return self._verifier
+
+    def check(self, answer: Answer) -> list[SentenceCheck]:
+        """Each sentence of ``answer`` judged against the abstracts it cites, whatever the
+        provider and ``ASSISTANT_LLM__VERIFY``: what ``ask --explain`` shows, for chat's
+        ``/explain`` after an answer that was not checked when it was written."""
+        cited = {c.n: c.text for c in answer.citations}
+        return self._sentence_checker().check(answer.text, cited, papers=answer.retrieved)
 
     def _search_topic(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

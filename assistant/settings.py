@@ -257,6 +257,41 @@ def load_settings(**overrides: Any) -> Settings:
         problems = []
         for err in exc.errors():
             where = ".".join(str(p) for p in err["loc"]) or "settings"
-            env = "ASSISTANT_" + "__".join(str(p).upper() for p in err["loc"])
-            problems.append(f"{where}: {err['msg']} (set it with {env} or the matching flag)")
+            env = _variable(err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(f"{where}: {_unknown(err['loc'])}")
+            else:
+                problems.append(f"{where}: {err['msg']} (set it with {env} or the matching flag)")
         raise ConfigError("invalid settings: " + "; ".join(problems)) from exc
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    return "ASSISTANT_" + "__".join(str(p).upper() for p in loc)
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
+
+
+def _unknown(loc: tuple[int | str, ...]) -> str:
+    """What to say of a setting that does not exist: its variable, the closest real one, and
+    the settings of its section (or the sections, for an unknown section)."""
+    import difflib
+
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        model = _section(model.model_fields[str(part)].annotation) or model
+    if model is Settings:
+        valid = [
+            _variable((name,)) + "__…"
+            for name, spec in Settings.model_fields.items()
+            if _section(spec.annotation)
+        ]
+    else:
+        valid = [_variable((*loc[:-1], name)) for name in model.model_fields]
+    wrong = _variable(loc)
+    close = difflib.get_close_matches(wrong, valid, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"there is no setting {wrong}; {hint}valid ones: {', '.join(valid)}"

@@ -28,7 +28,9 @@ class Family:
     name: str
     answer: Callable[[int, int], Reply]  # KVFlow's source number, another source's number
     refusal: Callable[[], Reply]
-    condense: Callable[[str], Reply]  # the standalone follow-up question
+    # The condense reply for a follow-up: `FOLLOW-UP: question`, as some families label it, or
+    # the bare question, as others ignore the label (the question's shape then decides).
+    condense: Callable[[str], Reply]
     reasons: bool = False  # the reply carries reasoning, inline or in a field
 
     @property
@@ -67,7 +69,7 @@ FAMILIES = [
             chunk_chars=4,
         ),
         lambda: _plain("The abstracts I have do not answer this question.", chunk_chars=4),
-        lambda q: _plain(q),
+        lambda q: _plain(f"FOLLOW-UP: {q}"),
     ),
     Family(
         "claude-3.5-haiku (OpenAI-compatible proxy)",
@@ -95,7 +97,7 @@ FAMILIES = [
         lambda: _plain(
             "The provided abstracts do not mention the learning rate used to train KVFlow."
         ),
-        lambda q: _plain(f'"{q}"'),
+        lambda q: _plain(f'FOLLOW-UP: "{q}"'),
     ),
     Family(
         "qwen2.5:7b-instruct",
@@ -115,7 +117,7 @@ FAMILIES = [
             chunk_chars=2,
         ),
         lambda: _inline("The abstracts I have do not answer this question.", chunk_chars=2),
-        lambda q: _inline(q),
+        lambda q: _inline(f"Follow-up: {q}"),
         reasons=True,
     ),
     Family(
@@ -165,7 +167,7 @@ FAMILIES = [
             "Unfortunately, the sources provided do not contain information about the learning "
             "rate."
         ),
-        lambda q: _plain(q + "\n"),
+        lambda q: _plain(f"**FOLLOW-UP:** {q}\n"),
     ),
     Family(
         "mistral-small",

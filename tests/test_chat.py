@@ -63,7 +63,7 @@ def test_multi_turn_follow_up_resolves_to_the_cited_paper(shipped, tmp_path: Pat
     assert {c.paper_id for c in second.answer.citations} == {target.paper_id}
     assert not second.answer.refused
     text = out.getvalue()
-    assert f"(searching: {target.label}" in text
+    assert f"(a follow-up, searched in the last answer's {target.label} only;" in text
     assert "Sources: [1]" in text
     assert target.text[:80] in text  # /show 1 printed the full abstract
     saved = transcript.read_text()
@@ -236,3 +236,148 @@ def test_a_question_naming_a_paper_is_not_taken_as_a_follow_up(shipped):
     assert [c.label for c in kvflow.answer.citations] == ["KVFlow"]
     assert refused.answer.refused and lemica.search_query == "What does LeMiCa do?"
     assert [c.label for c in lemica.answer.citations] == ["LeMiCa"]
+
+
+HALLUCINATION = "Which papers try to reduce hallucinations in language models?"
+MAMBA = "Which papers study state space models like Mamba, and what do they find?"
+MAMBA_PAPER = "Quadratic complexity of the attention mechanism"  # its label: the abstract's subject
+
+
+def test_a_question_with_its_own_subject_is_new_whatever_its_pronouns(shipped):
+    """Before: MAMBA was taken for a follow-up because it says "they", searched as
+    `REVERSE MCD Which papers study state space…` and answered with the hallucination papers.
+    A follow-up that cannot be searched alone is pinned to the last answer's papers, and a line
+    says so, with how to search afresh."""
+    session, out = session_for(shipped)
+    long_question = (
+        "I am writing a survey of memory-efficient optimizers and keep reading that they trade "
+        "accuracy for memory. " * 20
+    ).strip() + " Which papers analyse the convergence of Adafactor, and what do they prove?"
+    assert len(long_question) > 2_000
+    follow_up = "How does it handle longer contexts?"
+    run_chat(session, reader([HALLUCINATION, MAMBA, follow_up, long_question]))
+    first, mamba, again, long_turn = session.conversation.turns
+    assert {c.label for c in first.answer.citations} >= {"REVERSE", "MCD"}
+    assert mamba.search_query == MAMBA and mamba.pinned == []
+    assert [c.label for c in mamba.answer.citations] == [MAMBA_PAPER]
+    # The follow-up cannot be searched alone ("it"): pinned to the paper just cited.
+    assert [p.label for p in again.pinned] == [MAMBA_PAPER]
+    assert {c.label for c in again.answer.citations} == {MAMBA_PAPER}
+    assert long_turn.search_query == long_question and long_turn.pinned == []
+    assert "Adafactor" in [h.label for h in long_turn.answer.retrieved[:3]]  # every paper searched
+    run_chat(session, reader(["/new", "what else does it find?"]))
+    (fresh,) = session.conversation.turns  # nothing to follow up on: searched as asked
+    assert fresh.search_query == "what else does it find?" and fresh.pinned == []
+    text = out.getvalue()
+    pinned_lines = [line for line in text.splitlines() if line.startswith("(a follow-up")]
+    assert pinned_lines == [
+        f"(a follow-up, searched in the last answer's {MAMBA_PAPER} only; /new, or a question "
+        "that names its subject, searches every paper)"
+    ]
+    assert "conversation forgotten" in text and "REVERSE MCD Which papers" not in text
+
+
+def _model_session(assistant: Assistant, server, replies: list[str | Reply]):
+    server.enqueue(*replies)
+    return session_for(assistant)
+
+
+def test_the_chat_model_decides_follow_up_or_new(shipped_store, embedder, server):
+    """With a chat model the condense step decides: NEW is searched as asked (and not pinned,
+    whatever the pronouns), FOLLOW-UP is searched as rewritten and pinned to the papers the
+    rewrite names; a reply that says neither falls back to reading the question's shape."""
+    settings = load_settings(
+        store={"path": shipped_store},
+        llm={"provider": "openai", "model": "gpt-4o-mini", "max_retries": 0},
+        openai_base_url=server.base_url,
+    )
+    with Assistant(settings, embedder=embedder) as assistant:
+        hits = {h.label: n for n, h in enumerate(assistant.search(HALLUCINATION), start=1)}
+        session, out = _model_session(
+            assistant,
+            server,
+            [
+                f"MCD contrasts an evil and a truthful model [{hits['MCD']}]. REVERSE verifies "
+                f"itself while generating [{hits['REVERSE']}].",
+                f"**NEW:** {MAMBA}",  # condense: a new question, in markdown emphasis
+                "Spectrum scaling lets Mamba extend to longer contexts [1].",
+                "FOLLOW-UP: How does the spectrum scaling of the Mamba paper work?",
+                "It rescales the spectrum of the transition matrix [1].",
+                f"{MAMBA} What do REVERSE and MCD find?",  # says neither: the shape decides
+                "Spectrum scaling lets Mamba extend to longer contexts [1].",
+            ],
+        )
+        run_chat(session, reader([HALLUCINATION, MAMBA, "how does it work?", MAMBA]))
+    first, new, follow_up, unlabelled = session.conversation.turns
+    condense = server.requests[1]["messages"][0]["content"]
+    assert "NEW:" in condense and "FOLLOW-UP:" in condense and MAMBA in condense
+    assert new.search_query == MAMBA and new.pinned == []
+    assert [c.label for c in new.answer.citations] == [MAMBA_PAPER]
+    answer_prompt = server.requests[2]["messages"][1]["content"]
+    assert 'label="REVERSE"' not in answer_prompt and 'label="MCD"' not in answer_prompt
+    assert [p.label for p in follow_up.pinned] == [MAMBA_PAPER]
+    assert follow_up.search_query.endswith("How does the spectrum scaling of the Mamba paper work?")
+    assert server.requests[4]["messages"][1]["content"].count("<source n=") == 1
+    assert unlabelled.search_query == MAMBA and unlabelled.pinned == []
+    text = out.getvalue()
+    assert text.count("(a follow-up, searched in the last answer's") == 1
+
+
+def _explained(text: str, start: str) -> str:
+    """The support block of an output, from its "Checked:" line, whitespace made single."""
+    block = text[text.rindex("Checked:") :]
+    return (
+        " ".join(block.split("Sources:")[0].split()) if start == "ask" else " ".join(block.split())
+    )
+
+
+def test_explain_in_chat_agrees_with_ask_explain_offline(shipped_store, shipped):
+    """Before: /explain after an extractive answer said "nothing checked yet", while
+    `ask --explain` printed each sentence's score and closest cited sentence."""
+    question = "What does KVFlow replace LRU eviction with?"
+    result = CliRunner().invoke(
+        main, ["ask", question, "--explain", "--store", str(shipped_store)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    session, out = session_for(shipped)
+    run_chat(session, reader(["/explain", question, "/explain"]))
+    text = out.getvalue()
+    assert (
+        "nothing to explain: /explain follows an answer" in text
+        and "nothing checked yet" not in text
+    )
+    (turn,) = session.conversation.turns
+    assert turn.answer.checks and all(c.evidence for c in turn.answer.checks)
+    chat_block = _explained(text.rsplit("bye", 1)[0], "chat")
+    assert "closest:" in chat_block
+    assert chat_block == _explained(result.stdout, "ask")
+
+
+def test_explain_in_chat_agrees_with_ask_explain_with_a_chat_model(
+    shipped_store, embedder, server, monkeypatch
+):
+    """With a chat model and verification off, `ask --explain` checks anyway; so does /explain."""
+    monkeypatch.setenv("ASSISTANT_LLM__VERIFY", "off")
+    question = "What does KVFlow replace LRU eviction with?"
+    reply = "KVFlow replaces LRU with a workflow-aware eviction policy [1]."
+    server.enqueue(reply, reply)
+    args = ["--provider", "openai", "--model", "gpt-4o-mini", "--base-url", server.base_url]
+    result = CliRunner().invoke(
+        main,
+        ["ask", question, "--explain", "--store", str(shipped_store), *args],
+        env={"COLUMNS": "200", "ASSISTANT_LLM__VERIFY": "off"},
+    )
+    assert result.exit_code == 0, result.output
+    settings = load_settings(
+        store={"path": shipped_store},
+        llm={"provider": "openai", "model": "gpt-4o-mini", "max_retries": 0},
+        openai_base_url=server.base_url,
+    )
+    assert settings.llm.verify == "off"
+    with Assistant(settings, embedder=embedder) as assistant:
+        session, out = session_for(assistant)
+        run_chat(session, reader([question, "/explain"]))
+    (turn,) = session.conversation.turns
+    assert not turn.answer.refused and turn.answer.checks
+    text = out.getvalue().rsplit("bye", 1)[0]
+    assert _explained(text, "chat") == _explained(result.stdout, "ask")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -114,3 +115,61 @@ def test_chat_takes_the_same_filter_and_k_flags_as_ask(shipped_store: Path, tmp_
     child.send("Which papers study KV cache eviction?\r")
     child.expect("do not answer|No abstracts")
     assert finish(child) == 0
+
+
+HALLUCINATION = "Which papers try to reduce hallucinations in language models?"
+MAMBA = "Which papers study state space models like Mamba, and what do they find?"
+PINNED = "(a follow-up, searched in the last answer's"
+
+
+def ask_and_read(child: pexpect.spawn, question: str) -> str:
+    """What the terminal showed between sending the question and the next prompt, as text
+    (no escape sequences, lines wrapped by the terminal joined again)."""
+    child.send(question + "\r")
+    child.expect_exact(PROMPT_READY)
+    return " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before).split())
+
+
+def leave(child: pexpect.spawn) -> int:
+    """Ctrl-D at a prompt already shown; the exit status."""
+    child.send(CTRL_D)
+    child.expect("bye")
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+def test_a_new_question_with_a_pronoun_is_not_pinned_in_a_terminal(
+    shipped_store: Path, tmp_path: Path
+):
+    """Offline: MAMBA says "they" but names its subject, so it searches every paper; the
+    follow-up after it is pinned to the paper it cited, and one line says so."""
+    child = spawn_chat(shipped_store, chat_env(tmp_path / "home"))
+    assert "MCD" in ask_and_read(child, HALLUCINATION)
+    shown = ask_and_read(child, MAMBA)
+    assert "Mamba" in shown and PINNED not in shown and "MCD" not in shown
+    shown = ask_and_read(child, "How does it handle longer contexts?")
+    assert PINNED in shown and "/new" in shown
+    assert leave(child) == 0
+
+
+def test_the_chat_models_decision_is_followed_in_a_terminal(
+    shipped_store: Path, tmp_path: Path, server: FakeOpenAI
+):
+    server.enqueue(
+        "MCD contrasts an evil model with a truthful one [1].",
+        f"NEW: {MAMBA}",
+        "Spectrum scaling lets Mamba generalise to longer contexts [1].",
+        "FOLLOW-UP: How does the Mamba spectrum scaling handle longer contexts?",
+        "It rescales the spectrum of the transition matrix [1].",
+    )
+    env = chat_env(tmp_path / "home", OPENAI_BASE_URL=server.base_url)
+    child = spawn_chat(shipped_store, env, "--model", "test-model")
+    ask_and_read(child, HALLUCINATION)
+    shown = ask_and_read(child, MAMBA)
+    assert "Spectrum scaling" in shown and PINNED not in shown
+    shown = ask_and_read(child, "How does it handle longer contexts?")
+    assert "rescales the spectrum" in shown and PINNED in shown
+    assert leave(child) == 0
+    condense = server.requests[1]["messages"][0]["content"]
+    assert "NEW:" in condense and MAMBA in condense

@@ -2,7 +2,9 @@
 
 Fields: ``id`` and ``question`` (required); ``gold_papers`` (paper ids that answer it);
 ``answerable`` (default true); ``reference`` (facts a correct answer states); ``history``
-(earlier questions of the same conversation, for follow-ups); ``type`` and ``gold_labels``
+(earlier questions of the same conversation, for follow-ups); ``pinned`` (for a chat pair: whether
+the question must be pinned to the papers the previous answer cited, true for a follow-up, false
+for a new question that uses a pronoun); ``type`` and ``gold_labels``
 (informative); ``paraphrase_of`` (the id of the factual question a paraphrase rewords);
 ``unanswerable_kind`` (``missing_detail`` or ``off_topic``); ``split``: ``tune`` and ``dev`` for the
 questions thresholds and the survey bar were fitted on, ``test`` for those written afterwards,
@@ -30,6 +32,7 @@ class EvalItem(BaseModel):
     answerable: bool = True
     reference: list[str] = Field(default_factory=list)
     history: list[str] = Field(default_factory=list)
+    pinned: bool | None = None
     type: str = "factual"
     gold_labels: list[str] = Field(default_factory=list)
     paraphrase_of: str | None = None

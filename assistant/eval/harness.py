@@ -50,6 +50,9 @@ PER_QUESTION = (  # scored on each answer, then averaged
     "marked_unsupported",
     "faithfulness_unmarked",
     "strict_removed",
+    # Chat pairs: 1 when the question was pinned to the earlier answer's papers (or searched
+    # afresh) as the item's ``pinned`` says.
+    "pinned_decision",
 )
 # Every aggregate metric, in the order of the report; higher is better except LOWER_IS_BETTER.
 METRICS = (
@@ -67,7 +70,7 @@ def _converse(assistant: Assistant, conversation: Conversation, question: str) -
     filters = {"paper_id": [p.paper_id for p in resolution.papers]} if resolution.papers else None
     *_, answer = assistant.stream(question, filters=filters, search_query=resolution.query)
     assert isinstance(answer, Answer)
-    conversation.add(question, resolution.query, answer)
+    conversation.add(question, resolution.query, answer, resolution.papers)
     return answer
 
 
@@ -135,6 +138,9 @@ def score_item(assistant: Assistant, item: EvalItem, judge: Judge) -> dict[str, 
     }
     metrics: dict[str, float | None] = dict.fromkeys(PER_QUESTION)
     metrics["strict_removed"] = float(sum(w.startswith("strict: removed") for w in answer.warnings))
+    if item.pinned is not None:
+        row["pinned"] = [p.label for p in conversation.turns[-1].pinned]
+        metrics["pinned_decision"] = float(bool(row["pinned"]) == item.pinned)
     if item.answerable and gold:
         metrics.update(
             {
