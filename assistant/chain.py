@@ -9,7 +9,7 @@ extractive answer never pays for it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,9 @@ from assistant.answer import CANNOT_ANSWER, Answer, Usage
 from assistant.citations import CheckedText, check_citations, cited_numbers, makes_claims
 from assistant.context import Context, build_context
 from assistant.errors import AssistantError
+from assistant.language import ENGLISH_ONLY, is_english
 from assistant.llm.base import Provider, StreamWarning
+from assistant.llm.parts import holds_literal
 from assistant.llm.pricing import estimate_cost
 from assistant.llm.refusals import is_refusal as declines
 from assistant.llm.reply import Reasoning
@@ -51,12 +53,16 @@ class Request:
     filters: Mapping[str, Any] | None = None
     search_query: str | None = None  # what to search for, when not the question itself
     pinned: bool = False  # the user named the papers (a follow-up); skip the relevance gate
+    limit: int | None = None  # papers a survey's answer shows at most, of the k it considers
 
 
-def nearest_papers(hits: list[Hit], n: int = 3) -> str:
+def nearest_papers(hits: list[Hit], n: int = 3, first: Collection[str] = ()) -> str:
+    """The nearest papers, those a refusal's warning names (``first``, paper ids) leading."""
     if not hits:
         return " No paper matches the filters given (or none is indexed that comes close)."
-    names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[:n])
+    named = [h for h in hits if h.paper_id in first]
+    hits = named + [h for h in hits if h.paper_id not in first]
+    names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[: max(n, len(named))])
     return f" Nearest abstracts found: {names}."
 
 
@@ -110,11 +116,13 @@ class AnswerChain:
             best >= self.settings.min_similarity
             or (request.pinned and bool(hits))
             or names_a_paper(query, hits)
+            or holds_literal(query, hits)
         )
         if not relevant:
             return hits, None
         budget = self.settings.context_tokens if self.provider.prompts_model else None
         context = build_context(query, hits, budget, self.count, pinned=request.pinned)
+        context = replace(context, limit=request.limit)
         return hits, context if context.sources else None
 
     def _too_long(self, question: str) -> bool:
@@ -172,10 +180,13 @@ class AnswerChain:
         usage: Usage | None,
         started: float,
         reasoning: str = "",
+        named: Collection[str] = (),
     ) -> Answer:
+        """The checked answer; a refusal lists the nearest papers, ``named`` (the ids of those
+        the provider's warnings name) first."""
         answer = Answer(
             question=request.question,
-            text=CANNOT_ANSWER + nearest_papers(hits),  # until a checked, cited answer replaces it
+            text=CANNOT_ANSWER + nearest_papers(hits, first=named),  # until a cited answer
             refused=True,
             citations=[],
             retrieved=hits,
@@ -261,6 +272,7 @@ class AnswerChain:
         thoughts: list[str] = []
         usage: Usage | None = None
         notes: list[str] = []  # the provider's warnings, e.g. a truncated answer
+        named: list[str] = []  # the papers they name
         if context is not None:
             renumberer = Renumberer(len(context.sources))
             for piece in self.provider.stream(context):
@@ -268,6 +280,7 @@ class AnswerChain:
                     usage = piece
                 elif isinstance(piece, StreamWarning):
                     notes.append(piece.text)
+                    named += [context.sources[n - 1].paper_id for n in piece.papers]
                 elif isinstance(piece, Reasoning):
                     if piece.retracts:  # what was taken for the answer was reasoning
                         pieces.clear()
@@ -284,7 +297,7 @@ class AnswerChain:
             if rest := renumberer.flush():
                 yield rest
         text, reasoning = "".join(pieces), "".join(thoughts).strip()
-        answer = self.finish(request, hits, context, text, usage, started, reasoning)
+        answer = self.finish(request, hits, context, text, usage, started, reasoning, named)
         answer.warnings.extend(notes)
         yield answer
 
@@ -294,6 +307,9 @@ class AnswerChain:
         """Text pieces as the provider produces them (and its reasoning, as ``Reasoning``), then
         the checked Answer."""
         started = time.perf_counter()
+        if not self.provider.prompts_model and not is_english(request.question):
+            yield self._english_only(request, started)
+            return
         if on_status:
             on_status("searching")
         hits, context = self.retrieve(request)
@@ -303,6 +319,22 @@ class AnswerChain:
             yield from self._strict(request, hits, context, started)
         else:
             yield from self._generate(request, hits, context, started, on_status)
+
+    def _english_only(self, request: Request, started: float) -> Answer:
+        """A question in another language, to a provider that reads English only: said in
+        one line, not refused as if the abstracts lacked its function words."""
+        return Answer(
+            question=request.question,
+            text=ENGLISH_ONLY,
+            refused=True,
+            citations=[],
+            retrieved=[],
+            provider=self.provider.name,
+            model=self.provider.model,
+            notice=self.provider.notice,
+            usage=Usage(estimated=False, cost_usd=0.0),
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
 
     def _strict(
         self, request: Request, hits: list[Hit], context: Context | None, started: float

@@ -35,6 +35,7 @@ class Context:
     tokens: int | None  # what the block costs; None when there was no budget to count for
     dropped: int = 0  # retrieved papers left out for the budget
     pinned: bool = False  # the user chose these papers; they are relevant by definition
+    limit: int | None = None  # papers a "which papers ..." answer shows at most (the -k asked)
 
 
 def render_source(n: int, hit: Hit, body: str) -> str:

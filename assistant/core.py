@@ -30,6 +30,7 @@ from assistant.ingest import Ingestor, IngestReport, Progress
 from assistant.llm.base import Provider
 from assistant.llm.factory import make_provider
 from assistant.llm.focus import is_survey
+from assistant.llm.parts import holds, literal_terms
 from assistant.llm.reply import Reasoning
 from assistant.locking import index_files, writer_lock, writer_running
 from assistant.metadata_questions import asked_year, is_listing, topic_query
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from assistant.verify import SentenceCheck, Verifier
 
 MAX_QUERY_CHARS = 20_000
+
+SURVEY_POOL = 3  # a survey considers this many times the papers it shows
 
 
 class Assistant:
@@ -407,7 +410,27 @@ class Assistant:
     ) -> list[Hit]:
         """Search for what a question is about: "who wrote the soil-moisture paper?" looks for
         "soil-moisture" (the provider still sees the whole question)."""
-        return self.search(topic_query(query), k, filters)
+        hits = self.search(topic_query(query), k, filters)
+        return hits + self._holding_literal(query, hits, filters)
+
+    def _holding_literal(
+        self, question: str, found: list[Hit], filters: Mapping[str, Any] | None
+    ) -> list[Hit]:
+        """A survey's literal condition ("on GitHub") asks for every paper that contains it:
+        those the question's search missed, found in the lexical index."""
+        terms = literal_terms(question) if is_survey(question) else []
+        if not terms:
+            return []
+        counts, _ = self.store.term_counts(terms)
+        wanted = min(counts.get(t, 0) for t in terms)
+        have = {h.paper_id for h in found}
+        if wanted == 0 or sum(holds(terms, h) for h in found) >= wanted:
+            return []
+        try:
+            extra = self.retriever().holding(terms, self.settings.retrieval.candidates, filters)
+        except ValueError as exc:
+            raise AssistantError(str(exc)) from exc
+        return [h for h in extra if h.paper_id not in have]
 
     def ask(
         self, question: str, k: int | None = None, filters: Mapping[str, Any] | None = None
@@ -453,9 +476,24 @@ class Assistant:
         ):
             filters = {**(filters or {}), "year": year}
             pinned = pinned or is_listing(asked)
-        if k is None and is_survey(asked):  # "which papers ...": as many as qualify
-            k = max(self.settings.retrieval.k, self.settings.retrieval.survey_k)
-        return Request(question, k, filters, search_query, pinned)
+        limit = None
+        if is_survey(asked) and not pinned:  # "which papers ...": as many as qualify
+            k, limit = self._survey_pool(asked, k)
+        return Request(question, k, filters, search_query, pinned, limit)
+
+    def _survey_pool(self, question: str, k: int | None) -> tuple[int, int]:
+        """How many papers a survey considers, and how many it shows (the -k asked, else
+        ``survey_k``): every paper that contains its literal condition ("on GitHub"), and
+        for a topic, ``SURVEY_POOL`` times what it shows, of which the bar keeps those likely
+        enough."""
+        retrieval = self.settings.retrieval
+        limit = k or max(retrieval.k, retrieval.survey_k)
+        pool = max(limit, SURVEY_POOL * retrieval.survey_k)
+        terms = literal_terms(question)
+        if terms:
+            counts, _ = self.store.term_counts(terms)
+            pool = max(pool, min(counts.get(t, 0) for t in terms) + retrieval.survey_k)
+        return min(pool, retrieval.candidates), limit
 
     def health(self) -> Health:
         """Papers, vectors and lexical entries compared (the lexical index is derived: a stale

@@ -230,6 +230,22 @@ class HybridRetriever:
                 break
         return hits
 
+    def holding(
+        self, terms: Sequence[str], n: int, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """Up to n papers whose text contains every analysed term, by BM25 score: a literal
+        condition ("on GitHub") is met word for word, whatever the embeddings say."""
+        found = self.store.lexical(" ".join(terms), n, check_filters(filters))
+        papers = self.store.papers([pid for pid, _ in found])
+        hits: list[Hit] = []
+        for rank, (pid, score) in enumerate(found, start=1):
+            paper = papers.get(pid)
+            if paper is None or not set(terms) <= set(analyze([paper.text_for_index])[0]):
+                continue
+            chunk = self._best_chunk_lexically(pid, " ".join(terms))
+            hits.append(Hit(len(hits) + 1, paper, score, chunk, lexical_rank=rank))
+        return hits
+
     def _best_chunk_lexically(self, paper_id: str, query: str) -> str:
         chunks = self.store.chunks_of(paper_id)
         if len(chunks) <= 1:

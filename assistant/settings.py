@@ -125,8 +125,8 @@ class RetrievalSettings(_Section):
         10,
         ge=1,
         le=200,
-        description="Papers an answer considers for a 'which papers ...' question (when -k is "
-        "not given); those that clear the relevance bar are cited.",
+        description="Papers a 'which papers ...' answer cites at most (when -k is not given); "
+        "it considers three times as many and says when more clear the relevance bar.",
     )
     candidates: int = Field(
         100, ge=10, le=2000, description="Papers each retriever contributes before fusion."

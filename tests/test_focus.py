@@ -132,7 +132,7 @@ def test_near_domain_off_topic_questions_are_refused(shipped):
 def test_a_survey_question_quotes_every_qualifying_paper(shipped):
     answer = shipped.ask("Which papers are about image segmentation?")
     assert {"GaRA-SAM", "Seg-VAR"} <= {c.label for c in answer.citations}
-    assert len(answer.retrieved) == 10  # "which papers": more candidates than -k's 5
+    assert len(answer.retrieved) == 30  # "which papers": 3 x survey_k candidates, not -k's 5
     words = shipped.ask("Which papers explain properties of word embeddings such as word2vec?")
     cited = {c.label for c in words.citations}
     assert {"Models such as Word2Vec and GloVe"} <= cited and "analogy" in words.text
@@ -303,7 +303,7 @@ def test_a_follow_up_about_a_pinned_paper_is_refused_when_it_lacks_the_figure(sh
     # A pinned paper is the one asked about, as if named: it must mention what is asked.
     kvflow = {"paper_id": [c.paper_id for c in shipped.ask("What is KVFlow?").citations]}
     rate = shipped.ask("What learning rate was used to train it?", filters=kvflow)
-    assert rate.refused and any("does not mention: learning, rate" in w for w in rate.warnings)
+    assert rate.refused and any("no value of learning rate" in w for w in rate.warnings)
     speedup = shipped.ask("What speedup does it achieve?", filters=kvflow)
     assert not speedup.refused and "2.19" in speedup.text
 

@@ -8,7 +8,10 @@ look at the answer as a whole instead:
 - cited-paper recall: the share of the gold papers that the answer cites;
 - answer length in sentences and tokens (shorter is better for the same content);
 - the false-refusal rate: answerable questions that were refused;
-- correctness on the original wording and on the paraphrase split, side by side.
+- correctness on the original wording and on the paraphrase split, side by side;
+- per question shape: every named paper cited (``compare``), both halves' reference facts
+  (``compound``), the defining sentence (``definition``), the expansion (``acronym``), every
+  paper holding a literal term (``literal_survey``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ READER_METRICS = (
     "false_refusal_rate",
     "correctness_original",
     "correctness_paraphrase",
+    "cited_recall_compare",
+    "correctness_compound",
+    "correctness_definition",
+    "correctness_acronym",
+    "cited_recall_literal",
     "answer_sentences",
     "answer_tokens",
 )
@@ -79,6 +87,10 @@ def reader_aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
         chosen = [r for r in rows if kinds is None or r.get("type") in kinds]
         return _mean([r["metrics"].get(name) for r in chosen])
 
+    def shape(name: str, kind: str) -> float | None:
+        chosen = [r for r in rows if r.get("type") == kind]
+        return _mean([0.0 if r["refused"] else r["metrics"].get(name) for r in chosen])
+
     return {
         "cited_precision": metric("cited_precision"),
         "cited_recall": metric("cited_recall"),
@@ -87,6 +99,12 @@ def reader_aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
         "false_refusal_rate": round(refused / len(answerable), 4) if answerable else None,
         "correctness_original": metric("correctness", {"factual"}),
         "correctness_paraphrase": metric("correctness", {"paraphrase"}),
+        # question shapes (docs/evals.md): each with the metric it needs, a refusal scoring 0
+        "cited_recall_compare": shape("cited_recall", "compare"),
+        "correctness_compound": shape("correctness", "compound"),
+        "correctness_definition": shape("correctness", "definition"),
+        "correctness_acronym": shape("correctness", "acronym"),
+        "cited_recall_literal": shape("cited_recall", "literal_survey"),
         "answer_sentences": metric("answer_sentences"),
         "answer_tokens": metric("answer_tokens"),
     }

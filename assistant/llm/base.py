@@ -16,6 +16,7 @@ class StreamWarning:
     """Something the reader of the answer should know, e.g. that it was cut short."""
 
     text: str
+    papers: tuple[int, ...] = ()  # the sources (1-based) it names, e.g. a refusal's closest
 
 
 # Answer text deltas, the model's reasoning (never answer text), warnings, then maybe one Usage.

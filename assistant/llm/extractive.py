@@ -56,7 +56,20 @@ from assistant.llm.focus import (
     coverage,
     idf_weights,
     is_survey,
+    mentions,
     surface,
+    topic_terms,
+)
+from assistant.llm.parts import (
+    Part,
+    asked_acronym,
+    asks_definition,
+    defines,
+    expansion,
+    literal_terms,
+    presents,
+    refers_back,
+    split,
 )
 from assistant.llm.survey import SurveyBar, features, ranks, shipped_bar
 from assistant.metadata_questions import answer as answer_from_metadata
@@ -103,6 +116,7 @@ class Candidate:
 
 
 OPENING_PENALTY = 0.15  # an abstract's opening restates the problem; it rarely answers
+SHORT_TOPIC = 3  # a survey asking about this many terms or fewer names its topic exactly
 
 
 def _best_per_paper(
@@ -233,15 +247,20 @@ class ExtractiveProvider(Provider):
         return [replace(c, answer=odds[c.source, c.position]) for c in candidates]
 
     def select(
-        self, context: Context, ranked: tuple[list[Candidate], np.ndarray] | None = None
+        self,
+        context: Context,
+        ranked: tuple[list[Candidate], np.ndarray] | None = None,
+        papers: set[int] | None = None,
     ) -> list[Candidate]:
-        """The sentences to quote: from the papers that answer, those the answer model finds
-        nearly as likely to state the answer as their paper's likeliest, without repeating
-        each other."""
+        """The sentences to quote: from the papers that answer (``papers`` when the caller
+        knows them), those the answer model finds nearly as likely to state the answer as
+        their paper's likeliest, without repeating each other; with the sentence each quoted
+        anaphor refers to, and led by what the paper is when the question asks."""
         candidates, vectors = ranked or self.rank(context)
         if not candidates:
             return []
-        papers = self._papers_to_quote(context, _best_per_paper(candidates))
+        if papers is None:
+            papers = self._papers_to_quote(context, _best_per_paper(candidates))
         best = _best_per_paper(candidates, "score")
         likeliest = _best_per_paper(candidates, "answer")
         floor = -1.0 if context.pinned else self.min_similarity
@@ -282,7 +301,37 @@ class ExtractiveProvider(Provider):
             per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
         if asks_quantity(context.question):
             chosen += self._numbers_for(candidates, chosen, floor, best)
-        return sorted((candidates[i] for i in chosen), key=lambda c: (c.source, c.position))
+        return self._standing_alone(context, candidates, chosen)
+
+    def _standing_alone(
+        self, context: Context, candidates: list[Candidate], chosen: list[int]
+    ) -> list[Candidate]:
+        """The chosen sentences, each anaphor with the sentence it refers to, and, when the
+        question asks what a paper is or how it works, its defining sentence first."""
+        at = {(c.source, c.position): i for i, c in enumerate(candidates)}
+        picked = set(chosen)
+        for idx in chosen:
+            current = candidates[idx]
+            for _ in range(2):  # at most two sentences back
+                previous = at.get((current.source, current.position - 1))
+                if previous is None or not refers_back(current.text):
+                    break
+                picked.add(previous)
+                current = candidates[previous]
+        lead: set[int] = set()
+        if asks_definition(context.question) and not is_survey(context.question):
+            for source in {candidates[i].source for i in picked}:
+                defining = _defining(candidates, source, context.sources[source - 1].names())
+                if defining is not None:
+                    picked.add(defining)
+                    lead.add(defining)
+        return [
+            candidates[i]
+            for i in sorted(
+                picked,
+                key=lambda i: (candidates[i].source, i not in lead, candidates[i].position),
+            )
+        ]
 
     def _numbers_for(
         self, candidates: list[Candidate], chosen: list[int], floor: float, best: dict[int, float]
@@ -314,18 +363,75 @@ class ExtractiveProvider(Provider):
         if context.pinned:
             return set(best)
         survey = is_survey(context.question)
-        named = _named_sources(context)
-        if named and not survey:
-            return named & set(best) or set(best)
+        named = _named_sources(context) & set(best)
+        if named and (not survey or len(named) > 1):  # one paper, or a comparison of named ones
+            return named
+        if survey and (holding := self.holding_literal(context)):
+            return holding
         if not survey:
             top = max(best, key=lambda s: best[s])
             if self._stands_out(context, top):  # the search says which paper it is about
                 return {top}
             bar = best[top] - self.single_margin
             return {source for source, score in best.items() if score >= bar}
+        qualifying = self.qualifying(context, best)
+        return set(qualifying[: context.limit or len(qualifying)])
+
+    def qualifying(self, context: Context, best: dict[int, float]) -> list[int]:
+        """The papers a survey's bar finds likely enough, likeliest first (at least one)."""
         likely = self.survey_probabilities(context, best)
-        chosen = {source for source, p in likely.items() if p >= self.survey_bar.include}
-        return chosen or {max(likely, key=lambda s: likely[s])}
+        order = sorted(likely, key=lambda s: -likely[s])
+        chosen = [s for s in order if likely[s] >= self.survey_bar.include] or order[:1]
+        terms = topic_terms(context.question)
+        if len(terms) > SHORT_TOPIC:
+            return chosen
+        # A short topic ("KV-cache eviction") is named exactly: a paper that never says one
+        # of its words (a KV cache, but no eviction) is about something else.
+        return chosen[:1] + [
+            s for s in chosen[1:] if mentions(terms, context.sources[s - 1].paper.text_for_index)
+        ]
+
+    def more_than_shown(
+        self, context: Context, candidates: list[Candidate]
+    ) -> StreamWarning | None:
+        """A topical survey with more papers over the bar than it shows: how to see them."""
+        if context.limit is None or context.pinned or self.holding_literal(context):
+            return None
+        if len(_named_sources(context)) > 1 or not is_survey(context.question):
+            return None
+        qualifying = self.qualifying(context, _best_per_paper(candidates))
+        if len(qualifying) <= context.limit:
+            return None
+        return StreamWarning(
+            f"{len(qualifying)} papers match; the {context.limit} likeliest are quoted "
+            f"(-k {len(qualifying)} quotes them all)"
+        )
+
+    def holding_literal(self, context: Context) -> set[int]:
+        """The sources that contain every literal term of a survey ("on GitHub", "CIFAR-10"):
+        the condition is the word itself, so every paper with it qualifies, and no other."""
+        terms = set(self._literal_condition(context))
+        if not terms:
+            return set()
+        return {
+            n
+            for n, hit in enumerate(context.sources, start=1)
+            if terms <= set(analyze([hit.paper.text_for_index])[0])
+        }
+
+    @staticmethod
+    def _literal_condition(context: Context) -> list[str]:
+        """A survey's literal terms that are not the name of a retrieved paper."""
+        if not is_survey(context.question):
+            return []
+        names = {
+            term
+            for hit in context.sources
+            if hit.named_in(context.question)
+            for name in hit.names()
+            for term in analyze([name])[0]
+        }
+        return [t for t in literal_terms(context.question) if t not in names]
 
     def survey_features(self, context: Context, best: dict[int, float]) -> dict[int, list[float]]:
         """Each candidate paper's signals for the survey bar (``assistant.llm.survey``)."""
@@ -337,7 +443,7 @@ class ExtractiveProvider(Provider):
             source: features(
                 both[source - 1],
                 source,
-                coverage(terms, weights, context.sources[source - 1].text),
+                coverage(terms, weights, context.sources[source - 1].paper.text_for_index),
                 top - score,
             )
             for source, score in best.items()
@@ -350,35 +456,44 @@ class ExtractiveProvider(Provider):
         p = self.survey_bar.probability([rows[s] for s in sources])
         return dict(zip(sources, (float(v) for v in p), strict=True))
 
-    def unanswered(self, context: Context, candidates: list[Candidate]) -> str | None:
-        """Why the abstracts do not answer, when they do not. A survey question: no paper is
-        likely enough, or the closest does not mention what is asked and matches no sentence
-        closely. A one-paper question: the paper it is about (named, pinned by the
+    def unanswered(self, context: Context, candidates: list[Candidate]) -> StreamWarning | None:
+        """Why the abstracts do not answer, when they do not, naming the papers it read. A
+        survey question: no paper is likely enough, or the closest does not mention what is
+        asked and matches no sentence closely. A comparison of named papers: none of them
+        answers. A one-paper question: the paper it is about (named, pinned by the
         conversation, or the best match) does not give the count, value or figure asked for,
         or does not mention what is asked (and, unless named or pinned, matches no sentence
         closely). None when they may answer."""
         if not candidates:
             return None
         best = _best_per_paper(candidates)
+        named = _named_sources(context) & set(best)
+        if len(named) > 1 and not context.pinned:  # a comparison: each named paper in turn
+            why = self._unanswered_about(context, candidates, named)
+            return (
+                StreamWarning(" ".join(why.values()), tuple(why))
+                if len(why) == len(named)
+                else None
+            )
         if is_survey(context.question):
             if context.pinned:
                 return None
             likely = self.survey_probabilities(context, best)
             top = max(likely, key=lambda s: likely[s])  # the paper likeliest to qualify
             uncovered = self._uncovered_topic(context, likely)
+            if uncovered:
+                return StreamWarning(uncovered, (top,))
             # A survey's alternatives ("sorting, shortest paths or automata") are spread over
             # the papers it would cite: together they must mention what is asked.
             cited = {s for s, p in likely.items() if p >= self.survey_bar.include}
-            return uncovered or self._unmentioned(
-                context, candidates, top, named=False, with_=cited
-            )
-        named = _named_sources(context)
+            reason = self._unmentioned(context, candidates, top, named=False, with_=cited)
+            return StreamWarning(reason, tuple(sorted({top, *cited}))) if reason else None
         top = min(named) if named else max(best, key=lambda s: best[s])
-        missing = self._missing_figure(context, top)
-        if missing is not None:
-            return missing
+        reason = self._missing_figure(context, top) or self._unmentioned(
+            context, candidates, top, named=bool(named) or context.pinned
+        )
         # A pinned paper is the one asked about, as if named: it must mention what is asked.
-        return self._unmentioned(context, candidates, top, named=bool(named) or context.pinned)
+        return StreamWarning(reason, (top,)) if reason else None
 
     def _missing_figure(self, context: Context, top: int) -> str | None:
         """The count, measured value, figure or names the question asks for, which the paper
@@ -417,7 +532,7 @@ class ExtractiveProvider(Provider):
         "which X" of an abstract that has no X."""
         hit = context.sources[top - 1]
         read = {top, *with_}
-        text = " ".join(context.sources[s - 1].text for s in sorted(read))
+        text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
         share = coverage(terms, idf_weights(terms, self.rarity), text)
@@ -461,28 +576,157 @@ class ExtractiveProvider(Provider):
         )
 
     def stream(self, context: Context) -> Iterator[Piece]:
+        parts = split(context.question) if not context.pinned else []
+        if len(parts) > 1:
+            yield from self._stream_parts(context, parts)
+            yield Usage(estimated=False, cost_usd=0.0)
+            return
         about = metadata_question(context.question)
         if about is not None:  # "who wrote ...": the stored metadata answers, not quotes
             yield answer_from_metadata(about, context)
             yield Usage(estimated=False, cost_usd=0.0)
             return
         ranked = self.rank(context)
-        reason = self.unanswered(context, ranked[0])
+        picked, reason = self.answer_part(context, ranked=ranked)
         if reason is not None:
-            yield StreamWarning(reason)
-            yield CANNOT_ANSWER
-            yield Usage(estimated=False, cost_usd=0.0)
-            return
-        picked = self.select(context, ranked)
+            yield reason
         if not picked:
             yield CANNOT_ANSWER
-            yield Usage(estimated=False, cost_usd=0.0)
-            return
-        lines: list[str] = []
-        for source in dict.fromkeys(c.source for c in picked):
-            label = context.sources[source - 1].label
-            quoted = " ".join(_cite(c.text, source) for c in picked if c.source == source)
-            lines.append(f"- {label}: {quoted}")
-        for k, line in enumerate(lines):
-            yield line + ("\n" if k < len(lines) - 1 else "")
+        else:
+            yield _quotes(context, picked)
+            if more := self.more_than_shown(context, ranked[0]):
+                yield more
         yield Usage(estimated=False, cost_usd=0.0)
+
+    def answer_part(
+        self,
+        context: Context,
+        papers: set[int] | None = None,
+        ranked: tuple[list[Candidate], np.ndarray] | None = None,
+    ) -> tuple[list[Candidate], StreamWarning | None]:
+        """The sentences that answer the question (about ``papers`` when given), or why the
+        abstracts do not answer it."""
+        spelled = self._expansion(context, papers) or self._literal_quotes(context, papers)
+        if spelled:
+            return spelled, None
+        ranked = ranked or self.rank(context)
+        if papers is not None:
+            why = self._unanswered_about(context, ranked[0], papers)
+            papers = papers - set(why)
+            if not papers:
+                return [], StreamWarning(" ".join(why.values()), tuple(why))
+        else:
+            reason = self.unanswered(context, ranked[0])
+            if reason is not None:
+                return [], reason
+        return self.select(context, ranked, papers), None
+
+    def _unanswered_about(
+        self, context: Context, candidates: list[Candidate], papers: set[int]
+    ) -> dict[int, str]:
+        """Which of the given papers do not answer, and why: a paper the question names lacks
+        the figure asked for; one it refers to ("its forecasts") also may not mention what is
+        asked (a named paper is quoted however its abstract words it)."""
+        named = _named_sources(context)
+        why = {}
+        for source in sorted(papers):
+            reason = self._missing_figure(context, source)
+            if reason is None and source not in named:
+                reason = self._unmentioned(context, candidates, source, named=False)
+            if reason is not None:
+                why[source] = reason
+        return why
+
+    def _literal_quotes(self, context: Context, papers: set[int] | None) -> list[Candidate]:
+        """A survey with a literal condition ("on GitHub"): from each paper that contains it,
+        its first sentence that does."""
+        if papers is not None:
+            return []
+        holding = self.holding_literal(context)
+        terms = set(self._literal_condition(context))
+        quotes = []
+        for n in sorted(holding):
+            sentences = sentences_of(context.sources[n - 1].paper)
+            at = next((i for i, s in enumerate(sentences) if terms <= set(analyze([s])[0])), None)
+            if at is not None:
+                quotes.append(Candidate(n, at, sentences[at], 1.0, 1.0))
+        return quotes
+
+    def _expansion(self, context: Context, papers: set[int] | None) -> list[Candidate]:
+        """For "what does GPLQ stand for?", the sentence that spells it out."""
+        acronym = asked_acronym(context.question)
+        if acronym is None:
+            return []
+        for n, hit in enumerate(context.sources, start=1):
+            if papers is not None and n not in papers:
+                continue
+            for i, sentence in enumerate(sentences_of(hit.paper)):
+                if expansion(acronym, sentence):
+                    return [Candidate(n, i, sentence, 1.0, 1.0)]
+        return []
+
+    def _stream_parts(self, context: Context, parts: list[Part]) -> Iterator[Piece]:
+        """Each half answered in turn: the second about the papers the first was about
+        (unless it names its own). Quotes are merged paper by paper; a half the abstracts do
+        not answer is said so."""
+        metadata: list[str] = []
+        picked: list[Candidate] = []
+        subject: set[int] | None = None
+        unanswered: list[StreamWarning] = []
+        for part in parts:
+            sub = replace(context, question=part.text)
+            named = _named_sources(sub)
+            about = named if len(named) > 0 else subject
+            kind = metadata_question(part.text)
+            if kind is not None:
+                if about and not named:  # "… and when was it published?": the same papers
+                    labels = "; ".join(context.sources[n - 1].label for n in sorted(about))
+                    sub = replace(sub, question=f"{part.text} ({labels})")
+                metadata.append(answer_from_metadata(kind, sub))
+                about = about or {1}
+            else:
+                found, reason = self.answer_part(sub, about)
+                if reason is not None:
+                    unanswered.append(
+                        StreamWarning(
+                            f"the abstracts do not answer «{part.text}»: {reason.text}",
+                            reason.papers,
+                        )
+                    )
+                picked += found
+                about = about or {c.source for c in found} or None
+            subject = subject or about
+        if not metadata and not picked:
+            yield from unanswered
+            yield CANNOT_ANSWER
+            return
+        yield from unanswered
+        unique = sorted(
+            {(c.source, c.position): c for c in picked}.values(),
+            key=lambda c: (c.source, c.position),
+        )
+        text = " ".join(metadata)
+        if unique:
+            text = (text + "\n" if text else "") + _quotes(context, unique)
+        yield text
+
+
+def _defining(candidates: list[Candidate], source: int, names: list[str]) -> int | None:
+    """The index of the paper's sentence that says what it is: one that names it ("We present
+    KVFlow, a …"), else its first statement of what it proposes ("We propose a solution built
+    on …")."""
+    own = [i for i, c in enumerate(candidates) if c.source == source]
+    named = next((i for i in own if defines(candidates[i].text, names)), None)
+    return (
+        named if named is not None else next((i for i in own if presents(candidates[i].text)), None)
+    )
+
+
+def _quotes(context: Context, picked: list[Candidate]) -> str:
+    """One line per paper, "- Label: sentence [n]. sentence [n].", in the order given."""
+    lines: list[str] = []
+    for source in dict.fromkeys(c.source for c in picked):
+        label = context.sources[source - 1].label
+        quoted = " ".join(_cite(c.text, source) for c in picked if c.source == source)
+        lines.append(f"- {label}: {quoted}")
+    return "\n".join(lines)

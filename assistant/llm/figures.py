@@ -29,16 +29,22 @@ _COUNT = re.compile(
     r"thousands|millions|billions)\b",
     re.IGNORECASE,
 )
-# "What top-1 accuracy does X reach?", "what BLEU score on ...": a measured value is asked for.
+# "What top-1 accuracy does X reach?", "what BLEU score on ...", "what learning rate did X
+# use?": a measured value (a result, or a detail of the set-up) is asked for.
 _MEASURE = re.compile(
     r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}?((?:bleu|rouge|f1|iou|map) score|accuracy|score|f1|"
-    r"bleu|rouge|auc|perplexity|error rate|speed-?up|latency|throughput|win rate|success rate)"
+    r"bleu|rouge|auc|perplexity|error rate|speed-?up|latency|throughput|win rate|success rate|"
+    r"learning rate|batch size|(?:image |input |output )?resolution|dropout(?: rate)?|"
+    r"weight decay|temperature|momentum|(?:context|sequence) length|context window|"
+    r"hidden size|embedding (?:size|dimension)|parameter count|model size|training time|"
+    r"memory (?:usage|footprint)|compression ratio)"
     r"(?=\s+(?:does|do|did|is|was|are|were|can|could|on|in|at|of|for)\b|\s*\?)",
     re.IGNORECASE,
 )
-# A value: a number, a percentage or a multiplier ("30%", "2.19×", "100x"), not fused to a unit
+# A value: a number, a percentage, a multiplier or a size ("30%", "2.19×", "100x", "736x416"),
+# not fused to a unit
 # word ("4-bit", "480p"), not a label ("Stage 2", "M1") and not a year ("2021").
-_VALUE = re.compile(r"(?<![\w.-])(\d+(?:[.,]\d+)*)\s?(?:%|x|×)?(?![\w-])")
+_VALUE = re.compile(r"(?<![\w.-])(\d+(?:[.,]\d+)*(?:\s?[x×]\s?\d+)?)\s?(?:%|x|×)?(?![\w-])")
 _LABEL_WORDS = frozenset(
     "stage step phase module section table figure fig eq equation level version type part "
     "task round".split()

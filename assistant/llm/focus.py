@@ -40,7 +40,15 @@ _ASKING = (
     "less least few fewer many also just still even only really well quite rather can could "
     "would should may might will shall must get gets got make makes made go goes going way "
     "ways thing things something anything actually exactly than have has had having need needs "
-    "take takes took taken part compare compared comparison versus vs"
+    "take takes took taken part compare compared comparison versus vs "
+    # what an acronym question asks, and words every abstract has: never what is missing
+    "stand stands short mean means meaning abbreviation abbreviate acronym expansion spell "
+    "data"
+)
+# Verbs a survey asks with ("which papers analyse X"): not part of the topic X.
+_TOPIC_VERBS = (
+    "analyse analyze analyses analyzes investigate investigates examine examines explore "
+    "explores address addresses tackle tackles"
 )
 
 
@@ -106,3 +114,17 @@ def surface(question: str, terms: Iterable[str]) -> list[str]:
         for term in analyze([word])[0]:
             words.setdefault(term, word)
     return list(dict.fromkeys(words.get(t, t) for t in terms))
+
+
+def topic_terms(question: str) -> list[str]:
+    """The asked-for terms of a survey's topic, without the verb it asks with."""
+    verbs = set(analyze([_TOPIC_VERBS])[0])
+    return [t for t in asked_terms(question) if t not in verbs]
+
+
+def mentions(terms: Iterable[str], text: str) -> bool:
+    """The text says every term, as the word or a variant sharing its first five letters
+    ("equilibria" and "equilibrium")."""
+    present = set(analyze([text])[0])
+    prefixes = {t[:5] for t in present if len(t) >= 5}
+    return all(t in present or (len(t) >= 5 and t[:5] in prefixes) for t in terms)

@@ -1,7 +1,8 @@
 """Fit the answer model (assistant/llm/answering.py) on the eval set's tune and dev splits.
 
 For every answerable one-paper question of those splits that has reference facts (factual and
-paraphrase questions, no follow-ups), each sentence of each gold paper the search retrieves
+paraphrase questions, no follow-ups, none of the ``SHAPES`` answered by their own rules), each
+sentence of each gold paper the search retrieves
 becomes one row of features, labelled by whether it states one of the question's reference
 facts. Model: L2 logistic regression on standardised features (``assistant.llm.logistic``).
 
@@ -58,9 +59,15 @@ class Paper:
         return sum(fact_found(f, quoted) for f in self.reference) / len(self.reference)
 
 
+# Shapes whose sentences other rules choose: the defining sentence, the expansion, each half
+# and each named paper in turn (``assistant.llm.parts``).
+SHAPES = frozenset({"compare", "compound", "definition", "acronym", "literal_survey"})
+
+
 def wanted(item: EvalItem) -> bool:
     return (
         item.split in FIT_SPLITS
+        and item.type not in SHAPES
         and item.answerable
         and bool(item.reference)
         and not item.history

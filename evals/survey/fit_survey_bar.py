@@ -1,10 +1,13 @@
 """Fit the survey bar (assistant/llm/survey.py) on the eval set's tune and dev splits.
 
-For every "which papers ..." question of those splits, each paper the answer would consider
-(the survey_k retrieved) becomes one row of features, labelled by whether it is in the
-question's gold_papers; unanswerable survey questions contribute rows that are all negative.
-Model: L2 logistic regression on standardised features (numpy). Both thresholds are chosen on
-leave-one-question-out probabilities, so they are not fitted to the very rows they score:
+For every "which papers ..." question of those splits whose papers the bar chooses (not a
+comparison of named papers, nor a literal condition), each of the survey_k papers it retrieves
+becomes one row of features, labelled by whether it is in the question's gold_papers (an
+answer considers more, ``core.SURVEY_POOL`` times as many: those past the first survey_k rank
+lower and score lower); unanswerable survey questions contribute rows that are all
+negative. Model: L2 logistic regression on standardised features (numpy). Both thresholds are
+chosen on leave-one-question-out probabilities, so they are not fitted to the very rows they
+score:
 
 - ``include``: the value with the best mean F1 of the cited papers over answerable questions;
 - ``refuse_below``: 0.05 under the lowest top probability of an answerable survey question, so
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.chain import Request
+from assistant.context import Context
 from assistant.core import Assistant
 from assistant.eval.dataset import EvalItem, load_eval_set
 from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
@@ -46,7 +50,7 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> Rows:
     rows: Rows = []
     for item in items:
         _, context = chain.retrieve(Request(item.question, k))
-        if context is None:
+        if context is None or decided_otherwise(provider, context):
             continue
         candidates, _ = provider.rank(context)
         found = provider.survey_features(context, _best_per_paper(candidates))
@@ -54,6 +58,13 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> Rows:
             gold = context.sources[source - 1].paper_id in item.gold_papers
             rows.append((item.id, values, gold))
     return rows
+
+
+def decided_otherwise(provider: ExtractiveProvider, context: Context) -> bool:
+    """Questions whose papers the bar does not choose: a comparison of named papers, a
+    literal condition ("on GitHub")."""
+    named = [hit for hit in context.sources if hit.named_in(context.question)]
+    return len(named) > 1 or bool(provider.holding_literal(context))
 
 
 def fit(x: np.ndarray, y: np.ndarray) -> SurveyBar:
