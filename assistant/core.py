@@ -162,6 +162,7 @@ class Assistant:
                 dim=self.embedder.dim,
                 token=self._chroma_token(),
                 read_only=not (self._may_create or client),  # until an ingest, it only reads
+                save_every=self.settings.store.save_every,
             )
 
     def _recorded_embedder(self, name: str) -> str | None:
@@ -232,8 +233,9 @@ class Assistant:
     ) -> IngestReport:
         """Bring the store in line with its journal, reading no input: vectors that are gone
         are embedded again from the store's own copy, vectors of no paper dropped, and papers an
-        interrupted run left unfinished taken out (run that ingest again to add them)."""
-        return self._write(LoadResult(), False, progress, wait, on_wait)
+        interrupted run left unfinished taken out (run that ingest again to add them). The
+        vector indexes are read whole in a child process first; one that fails is rebuilt."""
+        return self._write(LoadResult(), False, progress, wait, on_wait, verify=True)
 
     def ingest_papers(
         self,
@@ -266,6 +268,7 @@ class Assistant:
         wait: bool,
         on_wait: Callable[[str], None] | None,
         rebuild: bool = False,
+        verify: bool = False,
     ) -> IngestReport:
         if self._backend is not None:
             self._may_create = True
@@ -288,8 +291,15 @@ class Assistant:
                 self.embedder.prepare()  # before the lease, which opens a server's collections
                 # Writers on other machines: the store's own guard (a lease on a Chroma server).
                 with store.writer(wait, on_wait), said_when_full(self.store_dir):
+                    if verify:
+                        store.verify_vectors()
                     report = self._ingestor().run(loaded, prune=prune, progress=progress)
                 report.moved_aside = str(moved) if moved else None
+                report.warnings.extend(
+                    f"a vector index could not be read: it was moved to {folder} and rebuilt "
+                    "from the catalog (delete that folder once you no longer need it)"
+                    for folder in store.set_aside()
+                )
                 return report
         finally:
             if not server:
@@ -524,7 +534,7 @@ class Assistant:
             "store": str(self.store_dir.resolve()),
             "default_store": str(default_store()),  # where commands look without --store
             "chroma": self.settings.store.chroma_url or str((self.store_dir / "chroma").resolve()),
-            "collection": self._collection_names(),
+            "collection": self.settings.store.collection,
             "papers": counts["papers"],
             "chunks": counts["chunks"],
             "unfinished": counts["unfinished"],
@@ -538,20 +548,11 @@ class Assistant:
             "problems": problems,
         }
 
-    def _collection_names(self) -> str:
-        from assistant.store.local import LocalStore
-
-        if isinstance(self.store, LocalStore):
-            return self.store.collection_names()
-        return self.settings.store.collection
-
     def _read_vectors_afresh(self) -> None:
         """The open store's vector handles are opened again when next read (the catalog and
         the lexical index stay: threads may be reading through them)."""
-        from assistant.store.local import LocalStore
-
         with self._wiring:
-            if isinstance(self._store, LocalStore):
+            if self._store is not None:
                 self._store.forget_vectors()
 
     def close(self) -> None:

@@ -59,6 +59,13 @@ class StoreSettings(_Section):
         "not on a command line; it is never printed.",
     )
     collection: str = Field("abstracts", description="Chroma collection name.")
+    save_every: int = Field(
+        1000,
+        ge=10,
+        description="Vectors an embedded Chroma collection takes before it saves its index to "
+        "its files (Chroma's `sync_threshold`), for a collection created with it. The kill "
+        "tests lower it so that kills meet saves.",
+    )
 
 
 class CorpusSettings(_Section):

@@ -111,30 +111,12 @@ def check(store: Path, out: Path) -> dict[str, Any]:
     return {"code": code, "stderr": said}
 
 
-def _save_often(every: int = 50) -> None:
-    """Chroma saves a collection's HNSW index every 1,000 vectors (its ``sync_threshold``); a
-    kill while it saves can leave the index unreadable, which the next ingest rebuilds. Here it
-    saves every 50, so the kills meet saves in every run rather than in one run of five."""
-    from chromadb.api.client import Client
-
-    create = Client.get_or_create_collection
-
-    def often(self: Client, name: str, configuration: Any = None, **kwargs: Any) -> Any:
-        configuration = dict(configuration or {})
-        configuration["hnsw"] = {
-            **(configuration.get("hnsw") or {}),
-            "sync_threshold": every,
-            "batch_size": every,
-        }
-        return create(self, name, configuration=configuration, **kwargs)
-
-    Client.get_or_create_collection = often  # type: ignore[method-assign]
-
-
 def serve() -> None:
-    _save_often()
     encoding(DEFAULT_ENCODING)  # the tokenizer's tables, loaded once
     os.environ["ASSISTANT_EMBEDDING__PROVIDER"] = "hashing"
+    # Chroma saves an index to its files every 1,000 vectors; a kill while it saves can leave
+    # it torn, which the next ingest rebuilds. Every 50 here, so the kills meet saves.
+    os.environ["ASSISTANT_STORE__SAVE_EVERY"] = "50"
     for line in sys.stdin:
         request = json.loads(line)
         if "check" in request:

@@ -122,3 +122,23 @@ def test_a_rewritten_paper_keeps_no_field_it_lost(assistant: Assistant, corpus_p
         found = {m.paper_id for m in store.nearest(kind, vector, 50, Filter(year=2024))}
         assert papers[2].paper_id in found and papers[0].paper_id not in found, kind
     assert store.papers([changed.paper_id])[changed.paper_id].year is None
+
+
+def test_chromadb_is_the_series_the_store_was_tested_with():
+    """A canary: the store reaches Chroma through its public client only, but how a kill or a
+    damaged file shows (tests/test_damage.py, test_kill.py) is Chroma's behaviour. Another
+    version is run through those tests before the pin in pyproject.toml moves."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.specifiers import SpecifierSet
+
+    from tests.conftest import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (pin,) = [d for d in project["dependencies"] if d.startswith("chromadb")]
+    installed = version("chromadb")
+    assert installed in SpecifierSet(pin.removeprefix("chromadb")), (
+        f"chromadb {installed} is installed, but the store was tested with {pin} (pyproject.toml):"
+        " run tests/test_damage.py, test_kill.py and test_concurrency.py on it, then move the pin"
+    )

@@ -234,5 +234,15 @@ class Store(ABC):
     def health(self) -> Health:
         """Where papers, vectors and the lexical index disagree."""
 
+    def forget_vectors(self) -> None:  # noqa: B027 -- nothing held open by default
+        """Open the vector indexes anew at the next read (another process may have written)."""
+
+    def verify_vectors(self) -> None:  # noqa: B027 -- nothing to verify by default
+        """For a writer: read the vector indexes whole, and rebuild one that cannot be read."""
+
+    def set_aside(self) -> list[str]:
+        """Folders of unreadable vector indexes this store moved aside to rebuild them."""
+        return []
+
     def close(self) -> None:  # noqa: B027 -- nothing to release by default
         """Release files and connections."""

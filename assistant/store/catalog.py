@@ -21,6 +21,7 @@ from pathlib import Path
 
 from assistant.chunking import Chunk
 from assistant.corpus import Paper
+from assistant.errors import StoreError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -60,6 +61,10 @@ _GENERATION = "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'ge
 CATALOG_FILE = "catalog.sqlite3"
 _PAPER_COLUMNS = "paper_id, source, label, abstract, title, authors, year, venue, url, doi"
 _MAX_VARS = 900  # stay under SQLite's bound on query parameters
+# The store's format, in meta ``format``: 2 journals vector writes (``vectors_writing``) and
+# rebuilds an unreadable vector index in a new folder. A store without the row is older and is
+# upgraded in place when opened; one with a larger number is refused, never written.
+FORMAT = 2
 
 
 def _batches(items: Sequence[str], size: int = _MAX_VARS) -> Iterator[Sequence[str]]:
@@ -91,6 +96,10 @@ class CatalogDamaged(Exception):
         self.reason = reason
 
 
+class StoreFormatError(StoreError):
+    """The store was written by a newer version of the assistant."""
+
+
 class Catalog:
     def __init__(self, path: Path, *, empty_is_new: bool = True):
         """Open (or create) the catalog. A 0-byte file is a new catalog only when
@@ -104,8 +113,11 @@ class Catalog:
         if not empty_is_new and path.exists() and path.stat().st_size == 0:
             raise CatalogDamaged(path, "the file is empty (0 bytes)")
         try:
+            self._refuse_newer()
             self._db.executescript(_SCHEMA)
             self._track_changes()
+            if self.get_meta("format") != str(FORMAT):
+                self.set_meta("format", str(FORMAT))
             verdict = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -113,6 +125,20 @@ class Catalog:
         if verdict != "ok":
             self.close()
             raise CatalogDamaged(path, f"integrity check failed: {verdict}")
+
+    def _refuse_newer(self) -> None:
+        """Before anything is written: a store of a newer format is refused in one line."""
+        known = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        found = self.get_meta("format") if known else None
+        if found is not None and (not found.isdigit() or int(found) > FORMAT):
+            self.close()
+            raise StoreFormatError(
+                f"the store in {self.path.parent} has format {found}, written by a newer version "
+                f"of the assistant (this one reads format {FORMAT} and older); upgrade the "
+                "assistant (`pip install -U abstracts-assistant`) to use it"
+            )
 
     def _track_changes(self) -> None:
         """Give a catalog from before change tracking its ``changed_at`` column, and record

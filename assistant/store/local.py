@@ -8,13 +8,23 @@ upserted (ids are ``paper:N`` and ``paper:sN``, so a retry overwrites rather tha
 rows ``ready``. Removal: ``deleting`` -> vectors deleted -> rows removed. Readers see ``ready``
 papers only, so an interrupted run shows nothing half written; the next ingest finishes or undoes
 it. The lexical index follows the catalog's change records, written in the same transactions.
+
+The vector indexes are caches of the catalog, and the catalog journals every call that changes
+them: meta ``vectors_writing`` is set before it and cleared after. A command that finds it set
+while no writer runs has a child process read the indexes (``chroma.probe``); if that fails, or
+Chroma cannot open or read an index at all, the next writer moves the ``chroma`` folder aside
+(``chroma.damaged-TIME``, nothing deleted) and embeds every paper again from the catalog, with
+``vectors_rebuilding`` set until the run ends. Readers meanwhile are told, in one line.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -23,10 +33,12 @@ from assistant.corpus import Paper
 from assistant.diskspace import is_disk_full, said_when_full
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.lexical import analyze
-from assistant.locking import index_files
+from assistant.locking import index_files, writer_lock, writer_running
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors
+from assistant.store.chroma.probe import probe
+from assistant.store.chroma.vectors import damaged_message, forget_clients
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.segments import SegmentedLexical
 
@@ -34,6 +46,7 @@ T = TypeVar("T")
 
 # (collection name, through the client even if the caller only reads) -> opened collection
 OpenCollection = Callable[[str, bool], ChromaVectors]
+WRITING, REBUILDING = "vectors_writing", "vectors_rebuilding"  # catalog meta: the journal
 
 
 class LocalStore(Store):
@@ -43,9 +56,11 @@ class LocalStore(Store):
         open_collection: OpenCollection,
         collection: str,
         keeps_sentences: bool,
+        journal: bool = True,
     ):
         """``open_collection`` opens a Chroma collection by name; collections are opened when
-        first used, so reading the catalog alone never starts Chroma."""
+        first used, so reading the catalog alone never starts Chroma. ``journal``: the vectors
+        are in ``FOLDER/chroma`` and their writes are journalled (not for a server's cache)."""
         self.catalog = catalog
         self.folder = catalog.path.parent
         self.keeps_sentences = keeps_sentences
@@ -53,7 +68,10 @@ class LocalStore(Store):
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
         self._collections: dict[Kind, ChromaVectors] = {}
         self._seen = -1  # the catalog's generation, read before the open handles were opened
-        self._building: set[Kind] = set()  # kinds this process rebuilds into a new collection
+        self.journal = journal
+        self._writing = False  # inside ``writer``: this process holds the writer lock
+        self._probed: tuple[int, str | None] | None = None  # (generation, what a probe said)
+        self.moved_aside: list[Path] = []  # unreadable index folders this process moved aside
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
@@ -70,27 +88,77 @@ class LocalStore(Store):
         with self._lock:
             generation = self.catalog.generation
             if generation != self._seen:
-                self._forget_stale()
+                for stale in [k for k, opened in self._collections.items() if opened.via_core]:
+                    del self._collections[stale]  # a core handle is a snapshot
             self._seen = generation
             if kind not in self._collections:
+                self._check_journal()
                 self._collections[kind] = self._open(self._name(kind), False)
             return self._collections[kind]
-
-    def _forget_stale(self) -> None:
-        """Drop the handles a change may have outdated: every handle read through Chroma's core
-        (a snapshot), and client handles of collections another process's rebuild has replaced
-        (a long-lived reader, as `chat` is, would otherwise read a dropped one for good). A
-        client handle otherwise shares its process's writer's state, and is kept."""
-        for kind, opened in list(self._collections.items()):
-            replaced = kind not in self._building and opened.name not in (None, self._name(kind))
-            if opened.via_core or replaced:
-                del self._collections[kind]
 
     def forget_vectors(self) -> None:
         """Drop every collection handle (a write has ended: reads open them anew, read-only)."""
         with self._lock:
             self._collections.clear()
-            self._building.clear()
+
+    # -- the journal of vector writes ---------------------------------------------------------
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Around each call that changes a vector index: a kill inside leaves the mark."""
+        if self.journal:
+            self.catalog.set_meta(WRITING, str(os.getpid()))
+        yield
+        if self.journal:
+            self.catalog.set_meta(WRITING, "")
+
+    def _check_journal(self) -> None:
+        """Before a reader opens the vectors: a rebuild under way, or a write mark left by a
+        writer that is gone and an index that a probe cannot read, is a damaged index."""
+        if not self.journal or self._writing:
+            return
+        rebuilding, writing = self.catalog.get_meta(REBUILDING), self.catalog.get_meta(WRITING)
+        if not rebuilding and not writing:
+            return
+        live = writer_running(self.folder)
+        if rebuilding:
+            said = (
+                f"an ingest ({live}) is rebuilding it from the catalog; run this again when it "
+                "has finished"
+                if live
+                else f"its rebuild was interrupted ({rebuilding})"
+            )
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
+        if live:
+            return  # the mark is that writer's own
+        fault = self.probe()
+        if fault:
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
+        try:  # read whole: the mark goes, unless a writer has started meanwhile
+            with writer_lock(self.folder, wait=False):
+                self.catalog.set_meta(WRITING, "")
+        except StoreError:
+            pass  # that writer looks at the mark itself
+
+    @contextmanager
+    def writer(
+        self, wait: bool = True, on_wait: Callable[[str], None] | None = None
+    ) -> Iterator[None]:
+        """The caller holds the folder's writer lock: marks left in the journal are not a live
+        writer's, and ``repair`` looks at them."""
+        self._writing = True
+        try:
+            yield
+        finally:
+            self._writing = False
+
+    def probe(self) -> str | None:
+        """What a child process met reading the vector indexes (None: they read whole), once
+        per generation of the catalog."""
+        generation = self.catalog.generation
+        if self._probed is None or self._probed[0] != generation:
+            names = [self._name(kind) for kind in self._kinds()]
+            self._probed = (generation, probe(self.folder / "chroma", names))
+        return self._probed[1]
 
     @property
     def chunks(self) -> ChromaVectors:
@@ -134,7 +202,8 @@ class LocalStore(Store):
                 {pid: " ".join(words) for pid, words in zip(ids, terms, strict=True)},
             )
             old_chunks = {pid: row[2] for pid, row in before.items()}
-            write_vectors(self.chunks, self.sentences, batch, old_chunks)
+            with self._changing():
+                write_vectors(self.chunks, self.sentences, batch, old_chunks)
             self.catalog.set_state(ids, "ready")
         except Exception as exc:
             self._fail(exc, [pid for pid in ids if pid not in before])
@@ -171,12 +240,9 @@ class LocalStore(Store):
         marking them pending would have had the next run take back papers it was not given.
         Their records are rewritten after the vectors, as ``update_records`` does: the vectors
         carry the papers' metadata as given now (a year, a venue, a source changed)."""
-        write_vectors(
-            self.chunks,
-            self.sentences,
-            same,
-            {i.paper.paper_id: before[i.paper.paper_id][2] for i in same},
-        )
+        old_chunks = {i.paper.paper_id: before[i.paper.paper_id][2] for i in same}
+        with self._changing():
+            write_vectors(self.chunks, self.sentences, same, old_chunks)
         self.catalog.update_in_place([item.paper for item in same])
         self.catalog.bump_generation()  # readers open the vectors again
 
@@ -211,15 +277,17 @@ class LocalStore(Store):
     def retag_vectors(self, metas: Mapping[str, Mapping[str, str | int]]) -> None:
         """New metadata (paper_id -> metadata) on these papers' chunk and sentence vectors."""
         if metas:
-            self.chunks.set_paper_metadata(metas)
-            if self.sentences is not None:
-                self.sentences.set_paper_metadata(metas)
+            with self._changing():
+                self.chunks.set_paper_metadata(metas)
+                if self.sentences is not None:
+                    self.sentences.set_paper_metadata(metas)
 
     def drop_vectors(self, paper_ids: Sequence[str]) -> None:
         """Delete these papers' chunk and sentence vectors."""
-        self.chunks.delete_papers(paper_ids)
-        if self.sentences is not None:
-            self.sentences.delete_papers(paper_ids)
+        with self._changing():
+            self.chunks.delete_papers(paper_ids)
+            if self.sentences is not None:
+                self.sentences.delete_papers(paper_ids)
 
     def remove(self, paper_ids: Sequence[str]) -> None:
         if not paper_ids:
@@ -229,83 +297,75 @@ class LocalStore(Store):
         self.catalog.remove(paper_ids)
 
     def repair(self) -> set[str]:
-        self._rebuild_damaged()
-        gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
-        self.chunks.delete_ids(gaps.orphan_chunks)
-        if self.sentences is not None:
-            self.sentences.delete_ids(gaps.orphan_sentences)
+        """Under the writer lock: an index that a probe or Chroma cannot read is moved aside
+        and rebuilt (every ready paper is then missing, for the caller to embed again)."""
+        self._recover()
+        try:
+            gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
+        except VectorIndexDamagedError as exc:
+            self._move_aside(str(exc))
+            gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
+        with self._changing():
+            self.chunks.delete_ids(gaps.orphan_chunks)
+            if self.sentences is not None:
+                self.sentences.delete_ids(gaps.orphan_sentences)
         return gaps.missing
 
-    # -- a vector index Chroma cannot load --------------------------------------------------
-    # Chroma writes its HNSW files in place; a process killed while it saves them can leave one
-    # unreadable (an empty id map, seen in test_kill), and every read of it fails after. The
-    # next writer builds that kind of vector into a new collection (meta ``rebuilding:KIND``)
-    # while readers are told to wait for it, then points readers at it (``collection:KIND``)
-    # and drops the damaged one (``retired:KIND`` until it is gone). A kill at any step is
-    # picked up by the next writer.
+    def verify_vectors(self) -> None:
+        if self.journal and (self.folder / "chroma").is_dir():
+            fault = self.probe()
+            if fault:
+                self._move_aside(fault)
+
+    def _recover(self) -> None:
+        """What a writer finds: a write mark (the last writer died inside a call that changed
+        an index) whose index a probe cannot read, or a ``chroma`` folder without its
+        database, means the index goes aside to be rebuilt."""
+        if not self.journal:
+            return
+        chroma = self.folder / "chroma"
+        if chroma.is_dir() and not (chroma / "chroma.sqlite3").is_file():
+            self._move_aside("its database chroma.sqlite3 is missing")
+        elif self.catalog.get_meta(WRITING):
+            fault = self.probe()
+            if fault:
+                self._move_aside(fault)
+            else:
+                self.catalog.set_meta(WRITING, "")
+
+    def _move_aside(self, reason: str) -> None:
+        """Move ``chroma`` to ``chroma.damaged-TIME`` (nothing deleted) and start the indexes
+        anew; readers are told a rebuild is under way until the run ends (``flush``)."""
+        if not self.journal:
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), reason))
+        self.forget_vectors()
+        forget_clients()
+        self.catalog.set_meta(REBUILDING, " ".join(reason.split())[:300])
+        source = self.folder / "chroma"
+        with index_files(self.folder, exclusive=True):  # not while a reader reads its files
+            if source.exists():
+                target = self.folder / f"chroma.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+                n = 1
+                while target.exists():
+                    n += 1
+                    target = target.with_name(f"{target.name.split('~')[0]}~{n}")
+                os.replace(source, target)
+                self.moved_aside.append(target)
+        # New collections under the configured names; readers open them again.
+        reset = {f"collection:{kind}": None for kind in ("chunks", "sentences")}
+        self.catalog.switch_meta({**reset, WRITING: ""})
+        self._probed = None
+
+    def set_aside(self) -> list[str]:
+        return [str(folder) for folder in self.moved_aside]
 
     def _kinds(self) -> list[Kind]:
         return ["chunks", "sentences"] if self.keeps_sentences else ["chunks"]
 
-    def collection_names(self) -> str:
-        """The Chroma collections readers take vectors from, for ``info`` (a rebuild names a
-        new one): the chunks', then the sentences' where it is not the usual name."""
-        names = self._name("chunks")
-        if self.keeps_sentences and self._name("sentences") != f"{names}-sentences":
-            names += f", sentences: {self._name('sentences')}"
-        return names
-
     def _name(self, kind: Kind) -> str:
+        """The collection readers take vectors from: the configured name, or the one a rebuild
+        by an older version of this code chose (meta ``collection:KIND``)."""
         return self.catalog.get_meta(f"collection:{kind}") or self._names[kind]
-
-    def _rebuild_damaged(self) -> None:
-        """Before a write: each damaged vector index gets a new collection to be filled, whose
-        papers' vectors are then missing (``repair`` returns them, the caller embeds them)."""
-        for kind in self._kinds():
-            retired = self.catalog.get_meta(f"retired:{kind}")
-            if retired and retired != self._name(kind):
-                self._open(retired, True).drop()
-                self.catalog.switch_meta({f"retired:{kind}": None})
-            target = self.catalog.get_meta(f"rebuilding:{kind}")
-            if not target and self._readable(self.collection(kind)):
-                continue
-            rebuilt = self._open(target, True) if target else None
-            if rebuilt is None or not self._readable(rebuilt):
-                # A kill can damage the half-built collection too: it is dropped (unless readers
-                # already read it) and the rebuild starts again in a new one.
-                if rebuilt is not None and target != self._name(kind):
-                    rebuilt.drop()
-                target = f"{self._names[kind]}-{uuid.uuid4().hex[:8]}"
-                self.catalog.set_meta(f"rebuilding:{kind}", target)
-                rebuilt = self._open(target, True)
-            with self._lock:
-                self._collections[kind] = rebuilt
-                self._building.add(kind)
-
-    @staticmethod
-    def _readable(collection: ChromaVectors) -> bool:
-        try:
-            collection.check_readable()
-            return True
-        except VectorIndexDamagedError:
-            return False
-
-    def _finish_rebuilds(self) -> None:
-        """After a whole run: readers read the rebuilt collections; the damaged ones go."""
-        for kind in self._kinds():
-            target = self.catalog.get_meta(f"rebuilding:{kind}")
-            if not target:
-                continue
-            self._building.discard(kind)
-            old = self._name(kind)
-            if old == target:  # pointed at it by a run killed before it tidied up
-                self.catalog.switch_meta({f"rebuilding:{kind}": None})
-                continue
-            self.catalog.switch_meta(
-                {f"collection:{kind}": target, f"retired:{kind}": old, f"rebuilding:{kind}": None}
-            )
-            self._open(old, True).drop()
-            self.catalog.switch_meta({f"retired:{kind}": None})
 
     def warm(self) -> None:
         self.chunks  # noqa: B018 -- opening a collection imports chromadb, the slow part
@@ -313,9 +373,10 @@ class LocalStore(Store):
             self.collection("sentences")
 
     def flush(self) -> None:
-        """At the end of a whole run: rebuilt vector indexes replace damaged ones, and the
-        lexical delta is folded into a new base once it has grown (most ingests do not)."""
-        self._finish_rebuilds()
+        """At the end of a whole run: a rebuilt vector index is whole, and the lexical delta
+        is folded into a new base once it has grown (most ingests do not)."""
+        if self.journal and self.catalog.get_meta(REBUILDING):
+            self.catalog.switch_meta({REBUILDING: None})
         with said_when_full(self.folder):
             self.lexical_index.compact()
 
@@ -344,22 +405,15 @@ class LocalStore(Store):
         return self._read(kind, lambda vectors: vectors.query(vector, n, where))
 
     def _read(self, kind: Kind, read: Callable[[ChromaVectors], T]) -> T:
-        """A read that another process's write may overtake, made again, once, on a fresh
-        handle opened and read under the index-files lock, which no write can overtake:
-        - a rebuild points readers at the new collection, then drops the old one, which a read
-          begun in between no longer finds;
-        - an ingest adds vectors after a core handle was opened (the catalog may not say so
-          yet: it marks papers ready after their vectors are written), and a filtered read
-          meets ids that handle's copy of the index lacks, which Chroma reports as an
-          unreadable index. A damaged index fails the second read too."""
+        """A read through a core handle that another process's write has overtaken (vectors
+        added after the handle was opened, which a filtered read meets as ids it lacks) is
+        made again, once, on a fresh handle opened under the index-files lock, which no write
+        can overtake. A damaged index fails the second read too."""
         opened = self.collection(kind)
         try:
             return read(opened)
         except VectorIndexDamagedError:
             if not opened.via_core:
-                raise
-        except StoreError as exc:
-            if "does not exist" not in str(exc):
                 raise
         with index_files(self.folder, exclusive=False):
             with self._lock:
@@ -395,16 +449,26 @@ class LocalStore(Store):
         return self.catalog.counts()
 
     def sizes(self) -> dict[str, int | None]:
-        """None for an index Chroma cannot read (not 0: nothing says its vectors are gone)."""
+        """None for an index Chroma cannot read (not 0: nothing says its vectors are gone).
+        The indexes are probed in a child process first: a torn one can crash a reader."""
+        if self.journal and (self.folder / "chroma").is_dir() and self.probe():
+            return {"vectors": None, "sentence_vectors": None, "lexical": self._lexical_size()}
         return {
-            "vectors": _count(self.chunks),
-            "sentence_vectors": _count(self.sentences) if self.sentences is not None else 0,
-            "lexical": len(self.lexical_index.paper_ids()),
+            "vectors": _count(lambda: self.chunks),
+            "sentence_vectors": _count(lambda: self.sentences),
+            "lexical": self._lexical_size(),
         }
 
+    def _lexical_size(self) -> int:
+        return len(self.lexical_index.paper_ids())
+
     def health(self) -> Health:
-        for kind in self._kinds():  # every file of a saved index whole, link lists included
-            self.collection(kind).check_readable()
+        """The indexes read whole in a child process first (``probe``), then compared."""
+        if self.journal:
+            self._check_journal()
+            fault = self.probe()
+            if fault:
+                raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
         return examine(self.catalog, self.chunks, self.sentences, self.lexical_index.paper_ids())
 
     def close(self) -> None:
@@ -456,9 +520,10 @@ def write_vectors(
     )
 
 
-def _count(vectors: ChromaVectors) -> int | None:
+def _count(vectors: Callable[[], ChromaVectors | None]) -> int | None:
     try:
-        return vectors.count()
+        opened = vectors()
+        return opened.count() if opened is not None else 0
     except VectorIndexDamagedError:
         return None
 

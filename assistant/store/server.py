@@ -133,7 +133,7 @@ class ServerStore(Store):
         self.keeps_sentences = keeps_sentences
         self.recheck = recheck
         self.settle = settle
-        self._view = LocalStore(cache, open_collection, collection, keeps_sentences)
+        self._view = LocalStore(cache, open_collection, collection, keeps_sentences, journal=False)
         self._open = open_collection
         self._papers_name = f"{collection}-papers"
         self._papers: ChromaVectors | None = None

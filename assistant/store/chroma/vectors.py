@@ -16,6 +16,7 @@ fresh one once the store has changed.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +34,6 @@ from assistant.errors import (
     VectorIndexDamagedError,
 )
 from assistant.locking import index_files
-from assistant.store import hnsw_files
 from assistant.store.base import Filter, Match, paper_of
 
 PAGE = 1000  # records read per request
@@ -71,7 +71,7 @@ class _Guarded:
                         f"disk full writing {self._where}: {said}. Free some space and run the "
                         "command again (what was written before is kept)"
                     ) from exc
-                if self._path is not None and _index_unreadable(said):
+                if self._path is not None:  # an embedded index: whatever Chroma says of it
                     raise VectorIndexDamagedError(_damaged_message(self._where, said)) from exc
                 hint = ""
                 if self._path is None:  # a server: the usual cause is that it went away
@@ -114,7 +114,6 @@ class ChromaVectors:
         self.via_core = via_core  # read through Chroma's core: a snapshot of the files
         self._server: tuple[str, str | None, str] | None = None  # url, token, collection name
         self._home: tuple[Path, str] | None = None  # an embedded store's folder, collection name
-        self._files_checked = False
 
     @classmethod
     def open(
@@ -127,26 +126,31 @@ class ChromaVectors:
         dim: int,
         token: str | None = None,
         read_only: bool = False,
+        save_every: int = 1000,
     ) -> ChromaVectors:
         """``token``: sent to the server as ``Authorization: Bearer TOKEN`` (Chroma's token
         auth), for servers behind token authentication. ``read_only``: the caller will only
         read, so an embedded store is read through Chroma's core (see the module's docstring);
-        a write through such a collection fails."""
+        a write through such a collection fails. ``save_every``: vectors a new collection
+        takes before Chroma saves its index files."""
         if read_only and not url:
+            if not (path / "chroma.sqlite3").is_file():  # a reader never makes an empty one
+                raise VectorIndexDamagedError(
+                    _damaged_message(str(path.parent), f"{path / 'chroma.sqlite3'} is missing")
+                )
             reader = CoreReader.open(path, collection)
             if reader is not None:
                 _check_embedder(reader.metadata, collection, embedder_name, url)
                 guarded = _Guarded(reader, str(path.parent), path)
                 vectors = cls(guarded, embedder_name, dim, via_core=True)
                 vectors._home = (path, collection)
-                vectors._files_checked = True  # CoreReader.open has just checked them
                 return vectors
         with _opening(path, url, token):
             coll = _client(path, url, token).get_or_create_collection(
                 collection,
                 metadata={"embedder": embedder_name, "dim": dim},
                 embedding_function=None,
-                configuration={"hnsw": {"space": "cosine", "ef_search": 200}},
+                configuration={"hnsw": _hnsw(save_every)},
             )
         if not url or _holds_vectors(coll):  # a server's empty one is claimed by its writer
             _check_embedder(coll.metadata, collection, embedder_name, url)
@@ -207,41 +211,7 @@ class ChromaVectors:
         return self._home[1] if self._home else None
 
     def count(self) -> int:
-        self._check_files()
         return int(self._collection.count())
-
-    def check_readable(self) -> None:
-        """Reads that load the vector index and search it from one of its vectors:
-        ``VectorIndexDamagedError`` if Chroma cannot (a cheap probe, not a full scan)."""
-        self._check_files(thorough=True)
-        got = self._collection.get(limit=1, include=["embeddings"])
-        if len(got["ids"]):
-            self._collection.query(
-                query_embeddings=[got["embeddings"][0]], n_results=10, include=["distances"]
-            )
-
-    def _check_files(self, thorough: bool = False) -> None:
-        """Once per handle, before it is read: the files of an index Chroma has saved must be
-        whole (``hnsw_files``), ``thorough``ly before a writer saves into it."""
-        if self._home is None or (self._files_checked and not thorough):
-            return
-        path, name = self._home
-        with _files_held(path, exclusive=False):  # not while a writer rewrites them
-            wrong = hnsw_files.collection_damage(path, name, thorough=thorough)
-        if wrong:
-            raise VectorIndexDamagedError(_damaged_message(str(path.parent), wrong))
-        self._files_checked = True
-
-    def drop(self) -> None:
-        """Delete this collection of an embedded store, and the index files Chroma leaves behind
-        (a damaged index: the caller opens the collection again, empty, and embeds its papers
-        again). The handle is not to be used after."""
-        if self._home is None:
-            raise StoreError("only a collection of an embedded store is dropped")
-        path, name = self._home
-        with _files_held(path, exclusive=True), _opening(path, None, None):
-            _client(path, None, None).delete_collection(name)
-            _remove_unused_segments(path)
 
     def upsert(
         self,
@@ -308,7 +278,6 @@ class ChromaVectors:
                 yield record[0], record[1], dict(record[2] or {})
 
     def _pages(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[dict[str, Any]]:
-        self._check_files()
         offset = 0
         while True:
             got = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
@@ -330,14 +299,12 @@ class ChromaVectors:
         """Stored vectors by id (ids not in the collection are left out)."""
         if not ids:
             return {}
-        self._check_files()
         got = self._collection.get(ids=list(ids), include=["embeddings"])
         pairs = zip(got["ids"], got["embeddings"], strict=True)
         return {i: np.asarray(v, dtype=np.float32) for i, v in pairs}
 
     def ids(self) -> list[str]:
         """Every chunk id in the collection (for consistency checks)."""
-        self._check_files()
         out: list[str] = []
         offset = 0
         while True:
@@ -351,7 +318,6 @@ class ChromaVectors:
         """The n nearest vectors under the filter. No count first: Chroma returns fewer than n
         when it holds fewer. Distances only: a vector's id names its paper (``paper:N``,
         ``paper:sN``), and reading the metadata of every match costs ten times the search."""
-        self._check_files()
         result = self._collection.query(
             query_embeddings=[vector],
             n_results=n,
@@ -405,8 +371,6 @@ class CoreReader:
         )
         found = bindings.get_collection(name, TENANT, DATABASE)
         reader = cls(bindings, str(found.id), found.metadata)
-        if hnsw_files.collection_damage(path, name):
-            return None  # counting would load it (a cut header crashes the process)
         reader.count()
         return reader
 
@@ -460,6 +424,16 @@ class CoreReader:
         }
 
 
+def _hnsw(save_every: int) -> dict[str, Any]:
+    """The index's configuration: cosine space, and how often Chroma saves it."""
+    return {
+        "space": "cosine",
+        "ef_search": 200,
+        "sync_threshold": save_every,
+        "batch_size": min(100, save_every),
+    }
+
+
 def _client(path: Path, url: str | None, token: str | None) -> Any:
     """chromadb's client for a server (``HttpClient``) or an embedded store in ``path``."""
     import chromadb
@@ -496,8 +470,10 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
             raise DiskFullError(
                 f"disk full opening the {where}: {said}. Free some space and run the command again"
             ) from exc
+        if not url and not isinstance(exc, PermissionError) and os.access(path, os.W_OK):
+            raise VectorIndexDamagedError(_damaged_message(str(path.parent), said)) from exc
         if not url:
-            hint = "is the folder writable and not in use by another version of Chroma?"
+            hint = "is the folder writable?"
         elif _refused(exc):
             hint = (
                 "the server wants a token: set ASSISTANT_STORE__CHROMA_TOKEN to it"
@@ -510,45 +486,39 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
         raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
 
 
-# What Chroma says when its HNSW files cannot be loaded (an empty id map: "... hnsw segment
-# reader ...") or hold less than its database says they do (a truncated vector file).
-_UNREADABLE = ("hnsw", "error finding id", "error getting embedding")
-
-
-def _index_unreadable(said: str) -> bool:
-    return any(sign in said.lower() for sign in _UNREADABLE)
-
-
 def _damaged_message(store: str, said: str) -> str:
+    return damaged_message(store, said)
+
+
+def damaged_message(store: str, said: str) -> str:
+    """One line: which index, what Chroma said, and the command that rebuilds it."""
+    said = " ".join(said.split())
     return (
-        f"a vector index in {store} cannot be read ({said}), most often because a process was "
-        "killed while Chroma saved it (Chroma writes its index files in place). The catalog is "
-        "intact: "
+        f"a vector index in {store} cannot be read ({said[:300]}). The catalog is intact: "
         f"`assistant ingest --repair --store {store}` rebuilds the index from it (its papers "
         "are embedded again), as does the next `assistant ingest PATHS` into this store"
     )
 
 
-def _remove_unused_segments(path: Path) -> None:
-    """Remove index folders no segment in Chroma's database names (Chroma deletes a
-    collection's records, not its HNSW files)."""
-    import shutil
-    import sqlite3
-
-    with sqlite3.connect(path / "chroma.sqlite3") as db:
-        used = {str(row[0]) for row in db.execute("SELECT id FROM segments")}
-    for folder in path.iterdir():
-        if folder.is_dir() and _is_uuid(folder.name) and folder.name not in used:
-            shutil.rmtree(folder, ignore_errors=True)
+def open_for_probe(path: Path, name: str) -> ChromaVectors:
+    """An existing collection of an embedded store, through the client (never created)."""
+    with _opening(path, None, None):
+        found = _client(path, None, None).get_collection(name)
+    guarded = _Guarded(found, str(path.parent), path)
+    vectors = ChromaVectors(guarded, _embedder_of(found.metadata) or "")
+    vectors._home = (path, name)
+    return vectors
 
 
-def _is_uuid(name: str) -> bool:
-    import uuid
+def forget_clients() -> None:
+    """Close every client this process holds (before an index folder is moved aside: Chroma
+    keeps one open system per path for the life of a process)."""
+    import sys
 
-    try:
-        return str(uuid.UUID(name)) == name
-    except ValueError:
-        return False
+    if "chromadb" in sys.modules:
+        from chromadb.api.client import Client
+
+        Client.clear_system_cache()
 
 
 def _holds_vectors(collection: Any) -> bool:

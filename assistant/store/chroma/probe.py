@@ -1,0 +1,69 @@
+"""Read a vector index in a child process: whether Chroma can open it, count it, list its ids
+and search from a sample of its own vectors (what the searches find is not judged: a healthy
+index with writes still in Chroma's log can miss them). A crash inside Chroma (a torn index
+file can take the process down) is then the child's exit status, not the end of the command
+that asked.
+
+Run as ``python -m assistant.store.chroma.probe CHROMA_DIR NAME...``: exit 0 when every named
+collection reads; otherwise one line on stderr saying what failed, and exit 3.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE_TIMEOUT_S = 300.0  # a probe reads every id: generous for 100,000 abstracts
+SAMPLES = 8  # vectors searched from, spread over the index
+
+
+def probe(chroma_dir: Path, names: list[str]) -> str | None:
+    """None when the collections read whole; else what went wrong, in a few words."""
+    if not (chroma_dir / "chroma.sqlite3").is_file():
+        return f"{chroma_dir / 'chroma.sqlite3'} is missing"
+    command = [sys.executable, "-m", "assistant.store.chroma.probe", str(chroma_dir), *names]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"reading it took over {PROBE_TIMEOUT_S:.0f} s"
+    if done.returncode == 0:
+        return None
+    said = (done.stderr.strip().splitlines() or [""])[-1][:300]
+    if done.returncode < 0:
+        return f"reading it crashed the process (signal {-done.returncode}) {said}".strip()
+    return said or f"reading it failed (exit status {done.returncode})"
+
+
+def _read(chroma_dir: Path, name: str) -> None:
+    from assistant.store.base import Filter
+    from assistant.store.chroma.vectors import open_for_probe
+
+    collection = open_for_probe(chroma_dir, name)
+    count = collection.count()
+    ids = collection.ids()
+    if len(ids) != count:
+        raise RuntimeError(f"{name} counts {count} vectors but lists {len(ids)}")
+    picks = sorted({ids[i * len(ids) // SAMPLES] for i in range(SAMPLES)}) if ids else []
+    vectors = collection.get_vectors(picks)
+    if len(vectors) != len(picks):
+        raise RuntimeError(f"{name} lists vectors it cannot return")
+    for vector in vectors.values():  # loads the index and walks its links
+        collection.query(vector, min(10, count), Filter())
+
+
+def main(argv: list[str]) -> int:
+    chroma_dir, names = Path(argv[0]), argv[1:]
+    for name in names:
+        try:
+            _read(chroma_dir, name)
+        except Exception as exc:  # any failure to read is the answer, whatever its wording
+            cause = exc.__cause__ or exc  # what Chroma said, not our wording of it
+            said = " ".join(str(cause).split())[:300]
+            print(f"collection {name!r}: {type(cause).__name__}: {said}", file=sys.stderr)
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
