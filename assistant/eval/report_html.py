@@ -52,6 +52,17 @@ GROUPS = (
             "answer_tokens",
         ),
     ),
+    (
+        "Question shapes (items of each shape; – when the run has none)",
+        (
+            "cited_recall_compare",
+            "correctness_compound",
+            "correctness_definition",
+            "correctness_acronym",
+            "cited_recall_literal",
+            "pinned_decision",
+        ),
+    ),
     ("Refusals", ("refusal_precision", "refusal_recall", "false_refusal_rate")),
     (
         "Cited papers against the gold ones",
@@ -189,9 +200,6 @@ def metrics_table(aggregate: dict[str, Any]) -> str:
         if not names:
             continue
         parts.append(f'<tr class="group"><th colspan="3" class="label">{escape(title)}</th></tr>')
-        if all(aggregate.get(name) is None for name in names):
-            parts.append('<tr><td colspan="3" class="note">not measured in this run</td></tr>')
-            continue
         parts += [_metric_row(name, aggregate.get(name)) for name in names]
     parts.append('<tr class="group"><th colspan="3" class="label">Speed and cost</th></tr>')
     for label, value in speed_rows(aggregate):
