@@ -49,7 +49,7 @@ from assistant.store.local import LocalStore, OpenCollection, write_vectors
 # Records beside the papers, their metadata ``record`` one of chroma.BOOKKEEPING's kinds.
 STAMP, META, LEASE = "__stamp__", "__meta__", "__lease__"
 LEASE_SECONDS = 300.0  # a writer that stops renewing (killed) holds the store this long
-_OPTIONAL = ("year", "venue", "title", "url")  # set to None when a paper has none: removed
+_OPTIONAL = ("year", "venue", "title", "url", "doi")  # set to None when a paper has none: removed
 _HOST = socket.gethostname()
 
 
@@ -85,6 +85,7 @@ def _paper_record(paper: Paper, fingerprint: str, state: str, n_chunks: int) -> 
         "title": paper.title,
         "authors": json.dumps(list(paper.authors)),
         "url": paper.url,
+        "doi": paper.doi,
         "fingerprint": fingerprint,
         "state": state,
         "n_chunks": n_chunks,
@@ -104,6 +105,7 @@ def _parse(record: Record) -> tuple[Paper, Entry]:
             year=meta.get("year"),
             venue=meta.get("venue"),
             url=meta.get("url"),
+            doi=meta.get("doi"),
         )
         return paper, Entry(str(meta["fingerprint"]), str(meta["state"]), int(meta["n_chunks"]))
     except (KeyError, TypeError, ValueError) as exc:
