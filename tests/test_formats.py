@@ -153,14 +153,17 @@ def _generated_bib(path: Path, n: int) -> None:
 
 
 _MEASURE = """
-import resource, sys, time
+import sys, time
 from pathlib import Path
 from assistant.corpus import load_corpus
 started = time.perf_counter()
 result = load_corpus([Path(sys.argv[1])])
 seconds = time.perf_counter() - started
 last = result.papers[-1]
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec, so a
+# child of a large pytest process would report the parent's peak.
+status = Path("/proc/self/status").read_text()
+peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) / 1024
 print(len(result.papers), len(result.problems), last.paper_id, last.authors[0], last.venue,
       last.doi, f"{seconds:.1f}", f"{peak:.0f}", sep="|")
 """

@@ -248,7 +248,7 @@ def test_a_write_larger_than_chroma_takes_at_once_is_sent_in_parts(tmp_path: Pat
     every paper unfinished. 95 papers of two abstracts each make ~1,600 sentence vectors, more
     than two calls of this test's limit."""
     from assistant.embeddings import HashingEmbedder
-    from assistant.store import chroma
+    from assistant.store.chroma import vectors as chroma
 
     shifted = corpus_papers[30:] + corpus_papers[:30]
     pairs = zip(corpus_papers, shifted, strict=True)
