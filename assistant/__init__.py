@@ -1,6 +1,6 @@
 """Question answering over scientific paper abstracts, with citations, offline by default.
 
-The names below are imported on first use (PEP 562), so ``import assistant.cli`` and
+The names below are imported on first use (PEP 562), so ``import assistant.cli.main`` and
 ``assistant --help`` do not pay for Chroma, LangChain or the embedder until a command needs them.
 """
 
@@ -10,23 +10,23 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assistant.answer import CANNOT_ANSWER, Answer, Citation
+    from assistant.answer.result import CANNOT_ANSWER, Answer, Citation
     from assistant.core import Assistant
-    from assistant.corpus import Paper
     from assistant.errors import AssistantError
-    from assistant.ingest import IngestReport
-    from assistant.retrieval import Hit
+    from assistant.ingest.corpus import Paper
+    from assistant.ingest.pipeline import IngestReport
+    from assistant.retrieval.hybrid import Hit
     from assistant.settings import Settings, load_settings
 
 _EXPORTS = {
-    "CANNOT_ANSWER": "assistant.answer",
-    "Answer": "assistant.answer",
-    "Citation": "assistant.answer",
+    "CANNOT_ANSWER": "assistant.answer.result",
+    "Answer": "assistant.answer.result",
+    "Citation": "assistant.answer.result",
     "Assistant": "assistant.core",
     "AssistantError": "assistant.errors",
-    "Hit": "assistant.retrieval",
-    "IngestReport": "assistant.ingest",
-    "Paper": "assistant.corpus",
+    "Hit": "assistant.retrieval.hybrid",
+    "IngestReport": "assistant.ingest.pipeline",
+    "Paper": "assistant.ingest.corpus",
     "Settings": "assistant.settings",
     "load_settings": "assistant.settings",
 }

@@ -1,5 +1,5 @@
 """`python -m assistant` is the `assistant` command."""
 
-from assistant.cli import main
+from assistant.cli.main import main
 
 main()

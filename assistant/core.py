@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from assistant.answer import Answer
-from assistant.chain import AnswerChain, OnStatus, Request
-from assistant.chunking import Chunker
-from assistant.corpus import LoadResult, Paper, stream_corpus
-from assistant.diskspace import said_when_full
-from assistant.embeddings import Embedder, make_embedder
+from assistant.answer.chain import AnswerChain, OnStatus, Request
+from assistant.answer.factory import make_provider
+from assistant.answer.llm.reply import Reasoning
+from assistant.answer.offline.metadata import asked_year, is_listing, topic_query
+from assistant.answer.offline.parts import holds, literal_terms
+from assistant.answer.offline.question import is_survey
+from assistant.answer.provider import Provider
+from assistant.answer.result import Answer
+from assistant.embedding.embedders import Embedder, make_embedder
 from assistant.errors import (
     AssistantError,
     StoreDamagedError,
@@ -26,24 +29,21 @@ from assistant.errors import (
     StoreMissingError,
     VectorIndexDamagedError,
 )
-from assistant.ingest import Ingestor, IngestReport, Progress
-from assistant.llm.base import Provider
-from assistant.llm.factory import make_provider
-from assistant.llm.focus import is_survey
-from assistant.llm.parts import holds, literal_terms
-from assistant.llm.reply import Reasoning
-from assistant.locking import index_files, writer_lock, writer_running
-from assistant.metadata_questions import asked_year, is_listing, topic_query
-from assistant.retrieval import Hit, HybridRetriever
+from assistant.ingest.chunking import Chunker
+from assistant.ingest.corpus import LoadResult, Paper, stream_corpus
+from assistant.ingest.pipeline import Ingestor, IngestReport, Progress
+from assistant.retrieval.hybrid import Hit, HybridRetriever
 from assistant.settings import Settings, default_store, load_settings
 from assistant.store.base import Filter, Store
 from assistant.store.catalog import CATALOG_FILE, Catalog, CatalogDamaged
+from assistant.store.diskspace import said_when_full
 from assistant.store.health import Health, move_aside
-from assistant.tokens import count_tokens
+from assistant.store.locking import index_files, writer_lock, writer_running
+from assistant.text.tokens import count_tokens
 
 if TYPE_CHECKING:
+    from assistant.judge.verify import SentenceCheck, Verifier
     from assistant.store.chroma import ChromaVectors
-    from assistant.verify import SentenceCheck, Verifier
 
 MAX_QUERY_CHARS = 20_000
 
@@ -244,7 +244,7 @@ class Assistant:
         prune: bool = False,
         progress: Progress | None = None,
     ) -> IngestReport:
-        """Index papers built in Python (see ``assistant.corpus.make_paper``)."""
+        """Index papers built in Python (see ``assistant.ingest.corpus.make_paper``)."""
         loaded = LoadResult()
         for paper in papers:
             loaded.add(paper)
@@ -402,8 +402,8 @@ class Assistant:
     def _sentence_checker(self) -> Verifier:
         with self._wiring:
             if self._verifier is None:
-                from assistant.eval.judges import OfflineJudge
-                from assistant.verify import Verifier
+                from assistant.judge.judges import OfflineJudge
+                from assistant.judge.verify import Verifier
 
                 self._verifier = Verifier(OfflineJudge(self.embedder))
             return self._verifier

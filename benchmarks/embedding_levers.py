@@ -6,7 +6,8 @@ int8). The cost of ingest is the transformer pass, so this measures the levers o
 on SciFact's 5,183 abstracts in one run:
 
 * weights: the shipped MiniLM file (int8 storage, fp32 compute) or real int8 (onnxruntime's
-  dynamic quantization, per channel, of that file: ``assistant.quantize``, as ``ingest --fast``);
+  dynamic quantization, per channel, of that file: ``assistant.embedding.quantize``, as
+  ``ingest --fast``);
 * what is embedded: chunks and sentences (today), or sentences only, with each chunk's vector
   pooled from its sentences' vectors (weighted by length), which removes the chunk pass; or
   sentences and each paper's first chunk only, cut to 128 word pieces (the chunk that the
@@ -45,11 +46,11 @@ from scifact_retrieval import (
 )
 
 from assistant import Assistant, load_settings
-from assistant.chunking import sentences_of
-from assistant.corpus import Paper
-from assistant.embeddings import MiniLMEmbedder
-from assistant.quantize import int8_model
-from assistant.retrieval import Candidates, _best_per_paper, _heads
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.embedding.quantize import int8_model
+from assistant.ingest.chunking import sentences_of
+from assistant.ingest.corpus import Paper
+from assistant.retrieval.hybrid import Candidates, _best_per_paper, _heads
 from assistant.settings import RetrievalSettings
 from assistant.store import Filter
 from assistant.store.base import Match

@@ -27,8 +27,8 @@ import numpy as np
 from scifact_retrieval import DEFAULT_DATA, load_papers
 
 from assistant import Assistant, load_settings
-from assistant.corpus import Paper
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.ingest.corpus import Paper
 
 CHROMA_BATCH = 32
 CHROMA_MAX_TOKENS = 256

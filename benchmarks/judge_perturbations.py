@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from assistant.corpus import load_corpus
-from assistant.embeddings import MiniLMEmbedder
-from assistant.eval.conflicts import PaperText
-from assistant.eval.judges import OfflineJudge
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.ingest.corpus import load_corpus
+from assistant.judge.conflicts import PaperText
+from assistant.judge.judges import OfflineJudge
+from assistant.judge.verify import judgement
 from assistant.resources import shipped_corpus
-from assistant.verify import judgement
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evals" / "judge"))
 from perturbations import KINDS, Case, cases  # noqa: E402

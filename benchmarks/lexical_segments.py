@@ -19,12 +19,12 @@ from pathlib import Path
 
 from scifact_retrieval import DEFAULT_DATA, load_papers, load_qrels
 
-from assistant.corpus import Paper
 from assistant.eval.retrieval import ndcg_at_k
-from assistant.lexical import analyze
+from assistant.ingest.corpus import Paper
 from assistant.store import segments
 from assistant.store.catalog import Catalog
 from assistant.store.segments import SegmentedLexical
+from assistant.text.terms import analyze
 
 
 def write(catalog: Catalog, papers: list[Paper]) -> float:

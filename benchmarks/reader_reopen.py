@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 from assistant import Assistant, load_settings
-from assistant.corpus import load_corpus
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
+from assistant.ingest.corpus import load_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "diffusion sampling with fewer function evaluations"

@@ -72,8 +72,8 @@ def peak_rss_mb() -> float:
 
 def build(n: int, store: Path) -> dict[str, Any]:
     from assistant import Assistant, load_settings
-    from assistant.chunking import Chunker
-    from assistant.embeddings import MiniLMEmbedder
+    from assistant.embedding.embedders import MiniLMEmbedder
+    from assistant.ingest.chunking import Chunker
     from assistant.store import local
     from assistant.store.catalog import Catalog
     from assistant.store.chroma import ChromaVectors
@@ -124,7 +124,7 @@ def build(n: int, store: Path) -> dict[str, Any]:
 
 def search(store: Path, queries: list[str]) -> dict[str, Any]:
     from assistant import Assistant, load_settings
-    from assistant.embeddings import Embedder
+    from assistant.embedding.embedders import Embedder
     from assistant.store.local import LocalStore
 
     times: dict[str, float] = defaultdict(float)

@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from assistant import Assistant, load_settings
-from assistant.corpus import Paper, make_paper
 from assistant.eval.retrieval import ndcg_at_k, recall_at_k
-from assistant.retrieval import Candidates, HybridRetriever
+from assistant.ingest.corpus import Paper, make_paper
+from assistant.retrieval.hybrid import Candidates, HybridRetriever
 from assistant.settings import RetrievalSettings
 from assistant.store import Filter
 

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.chunking import Chunker, sentences_of
-from assistant.corpus import Paper, make_paper
-from assistant.embeddings import Embedder, MiniLMEmbedder
-from assistant.text import split_sentences
+from assistant.embedding.embedders import Embedder, MiniLMEmbedder
+from assistant.ingest.chunking import Chunker, sentences_of
+from assistant.ingest.corpus import Paper, make_paper
+from assistant.text.normalise import split_sentences
 
 VENUES = [f"Venue {chr(ord('A') + i)}" for i in range(20)]  # one venue holds ~5% of papers
 YEARS = list(range(2015, 2025))  # one year holds ~10%

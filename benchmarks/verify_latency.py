@@ -15,12 +15,12 @@ import random
 import statistics
 import time
 
-from assistant.corpus import load_corpus
-from assistant.embeddings import MiniLMEmbedder
-from assistant.eval.judges import OfflineJudge
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.ingest.corpus import load_corpus
+from assistant.judge.judges import OfflineJudge
+from assistant.judge.verify import Verifier
 from assistant.resources import shipped_corpus
-from assistant.text import split_sentences
-from assistant.verify import Verifier
+from assistant.text.normalise import split_sentences
 
 
 def answers(count: int, seed: int = 0) -> list[tuple[str, dict[int, str]]]:

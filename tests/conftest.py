@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, load_settings
-from assistant.corpus import Paper, load_corpus
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.ingest.corpus import Paper, load_corpus
 from tests.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,10 +28,10 @@ import bm25s  # noqa: F401 -- imported once here, before any fork
 import chromadb  # noqa: F401
 
 from assistant import Assistant, load_settings
-from assistant.chunking import sentences_of
-from assistant.cli import main
-from assistant.embeddings import HashingEmbedder
-from assistant.tokens import DEFAULT_ENCODING, encoding
+from assistant.cli.main import main
+from assistant.embedding.embedders import HashingEmbedder
+from assistant.ingest.chunking import sentences_of
+from assistant.text.tokens import DEFAULT_ENCODING, encoding
 
 
 def _child(work: Any, stderr: str = os.devnull) -> None:

@@ -1,4 +1,5 @@
-"""The answer model (assistant/llm/answering.py): which sentences of a paper answer a question.
+"""The answer model (assistant/answer/offline/answering.py): which sentences of a paper answer
+a question.
 The shipped weights are what evals/answering/fit_answer_model.py fits on the tune and dev
 splits, and the extractive answer quotes the sentence that answers, not the one that restates
 the question."""
@@ -12,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.answering import FEATURES, MODEL_FILE, AnswerModel, features, shipped_model
+from assistant.answer.offline.answering import (
+    FEATURES,
+    MODEL_FILE,
+    AnswerModel,
+    features,
+    shipped_model,
+)
 from tests.conftest import refit
 
 SCRIPT = Path(__file__).parents[1] / "evals" / "answering" / "fit_answer_model.py"

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import CANNOT_ANSWER, Answer, Assistant, load_settings
-from assistant.chain import Request
-from assistant.cli import main
+from assistant.answer.chain import Request
+from assistant.cli.main import main
 from assistant.errors import ConfigError, NoAnswerError, ProviderError
-from assistant.tokens import count_tokens
+from assistant.text.tokens import count_tokens
 from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
 

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Assistant, load_settings
-from assistant.chat import ChatSession, run_chat
-from assistant.cli import main
-from assistant.context import Context
-from assistant.llm.base import Piece, Provider
+from assistant.answer.provider import Piece, Provider
+from assistant.answer.sources import Context
+from assistant.cli.chat import ChatSession, run_chat
+from assistant.cli.main import main
 from tests.openai_server import Reply
 
 FIRST = "which papers make diffusion sampling faster without retraining?"

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.errors import StoreBusyError
 from assistant.store.server import ServerStore
 from tests.conftest import write_seed
@@ -236,7 +236,7 @@ def test_the_lease_keeps_a_second_writer_out_until_its_holder_ends(
 _HOLD_LEASE = """
 import sys, time
 from assistant import Assistant, load_settings
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
 folder, url, collection = sys.argv[1:]
 settings = load_settings(store={"path": folder, "chroma_url": url, "collection": collection})
 with Assistant(settings, embedder=HashingEmbedder()) as a, a.store.writer():

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from assistant import tokens
-from assistant.chunking import Chunker
-from assistant.corpus import Paper
+from assistant.ingest.chunking import Chunker
+from assistant.ingest.corpus import Paper
+from assistant.text import tokens
 
 
 def _paper(text: str, title: str | None = None) -> Paper:

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import Assistant, load_settings
-from assistant.cli import main
+from assistant.cli.main import main
 
 
 def run(*args: str) -> tuple[int, str, str]:

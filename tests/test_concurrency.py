@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, load_settings
-from assistant.chunking import sentences_of
-from assistant.corpus import Paper, load_corpus
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.errors import StoreBusyError
-from assistant.locking import INDEX_NOTICE_S, index_files, writer_lock
+from assistant.ingest.chunking import sentences_of
+from assistant.ingest.corpus import Paper, load_corpus
+from assistant.store.locking import INDEX_NOTICE_S, index_files, writer_lock
 from tests.conftest import write_seed
 
 FAST = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.errors import VectorIndexDamagedError
 from assistant.store import Filter
 from assistant.store.chroma import ChromaVectors, CoreReader

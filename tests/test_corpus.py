@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant
-from assistant.chunking import Chunker
-from assistant.corpus import load_corpus, load_file
 from assistant.errors import InputFileError
-from assistant.labels import derive_label
-from assistant.text import content_key, normalize_text
+from assistant.ingest.chunking import Chunker
+from assistant.ingest.corpus import load_corpus, load_file
+from assistant.ingest.labels import derive_label
+from assistant.text.normalise import content_key, normalize_text
 from tests.conftest import CORPUS, write_seed
 
 

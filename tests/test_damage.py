@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.cli import main
-from assistant.corpus import Paper
+from assistant.cli.main import main
+from assistant.ingest.corpus import Paper
 from tests.conftest import rewrite_records, write_seed
 
 
@@ -154,7 +154,7 @@ def test_a_rebuild_moves_no_index_file_while_a_reader_reads_it(store: Path, sour
     files' lock (locking.index_files), and the move waits for it."""
     import time
 
-    from assistant.locking import index_files
+    from assistant.store.locking import index_files
 
     (store / "catalog.sqlite3").write_bytes(b"")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}

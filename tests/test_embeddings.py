@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embedding.embedders import MiniLMEmbedder
 from assistant.errors import ConfigError
 
 

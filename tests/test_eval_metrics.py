@@ -9,28 +9,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.answer import Answer, Citation
+from assistant.answer.result import Answer, Citation
 from assistant.errors import AssistantError, InputFileError
-from assistant.eval.calibration import (
+from assistant.eval.citation_quality import citation_quality
+from assistant.eval.compare import compare, failures, parse_thresholds
+from assistant.eval.dataset import load_eval_set
+from assistant.eval.faithfulness import faithfulness
+from assistant.eval.refusal import Outcome, refusal_scores
+from assistant.eval.relevance import correctness, fact_found
+from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
+from assistant.eval.speed import cost_and_speed
+from assistant.eval.whole_answer import answer_length, cited_papers, reader_aggregate
+from assistant.judge.calibration import (
     accepted_by_kind,
     balanced_accuracy,
     bootstrap_interval,
     load_pairs,
     roc_auc,
 )
-from assistant.eval.citation_quality import citation_quality
-from assistant.eval.claims import cited_sentences
-from assistant.eval.compare import compare, failures, parse_thresholds
-from assistant.eval.conflicts import PaperText
-from assistant.eval.dataset import load_eval_set
-from assistant.eval.faithfulness import faithfulness
-from assistant.eval.features import strip_markers
-from assistant.eval.judges import Judge
-from assistant.eval.reader import answer_length, cited_papers, reader_aggregate
-from assistant.eval.refusal import Outcome, refusal_scores
-from assistant.eval.relevance import correctness, fact_found
-from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
-from assistant.eval.speed import cost_and_speed
+from assistant.judge.claims import cited_sentences
+from assistant.judge.conflicts import PaperText
+from assistant.judge.features import strip_markers
+from assistant.judge.judges import Judge
 
 
 class WordJudge(Judge):
@@ -200,7 +200,7 @@ def test_compare_and_thresholds():
         parse_thresholds(("speed=1",))
 
 
-# -- what a reader sees (assistant.eval.reader) ---------------------------------------------
+# -- what a reader sees (assistant.eval.whole_answer) ---------------------------------------------
 
 
 def _cited_answer(text: str, paper_ids: list[str], refused: bool = False) -> Answer:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.cli import main
+from assistant.cli.main import main
 from assistant.eval.charts import bins, histogram, nice_step
 from assistant.eval.harness import METRICS
 from assistant.eval.outcomes import severity, tags_of
-from assistant.eval.reader import LOWER_IS_BETTER
-from assistant.latex import has_latex
+from assistant.eval.whole_answer import LOWER_IS_BETTER
+from assistant.text.latex import has_latex
 
 EVAL_SET = Path(__file__).parents[1] / "evals" / "neurips2025.jsonl"
 # Of every split and type: factual, multi-paper (answers of several lines), follow-up, LaTeX in

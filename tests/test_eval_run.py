@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import Assistant, load_settings
-from assistant.cli import main
+from assistant.cli.main import main
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import METRICS, aggregate, run_eval
-from assistant.eval.judges import OfflineJudge
-from assistant.text import split_sentences
+from assistant.judge.judges import OfflineJudge
+from assistant.text.normalise import split_sentences
 from tests.openai_server import FakeOpenAI, Reply
 
 EVAL_SET = Path(__file__).parents[1] / "evals" / "neurips2025.jsonl"

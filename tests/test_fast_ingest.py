@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, load_settings
-from assistant.chunking import Chunker, sentence_weights, sentences_of
-from assistant.corpus import Paper
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.embedding.quantize import int8_model
 from assistant.errors import ConfigError, EmbedderMismatchError, StoreEmptyError
-from assistant.quantize import int8_model
+from assistant.ingest.chunking import Chunker, sentence_weights, sentences_of
+from assistant.ingest.corpus import Paper
 from assistant.settings import Settings
 from tests.conftest import CORPUS
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from assistant.corpus import Paper
-from assistant.filters import filter_fields, fold, shown, split_filter
-from assistant.retrieval import check_filters
+from assistant.ingest.corpus import Paper
+from assistant.retrieval.hybrid import check_filters
 from assistant.store.base import Filter
 from assistant.store.catalog import Catalog
+from assistant.store.filters import filter_fields, fold, shown, split_filter
 
 PAPERS = [
     Paper("a", "x.bib#1", "A", "Abstract a.", "Soil moisture from radar", ("Hans Müller",), 2021,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from assistant.cli import main
+from assistant.cli.main import main
 from tests.test_wheel_install import makefile_recipe
 
 ROOT = Path(__file__).resolve().parents[1]

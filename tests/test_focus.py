@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer import CANNOT_ANSWER
-from assistant.llm.figures import (
+from assistant.answer.offline.quantities import (
     counts_without_naming,
     has_value,
     measured_terms,
     states_count,
     states_value,
 )
-from assistant.llm.focus import asked_terms, coverage, idf_weights, is_survey, surface
-from assistant.llm.survey import SurveyBar, shipped_bar
+from assistant.answer.offline.question import asked_terms, coverage, idf_weights, is_survey, surface
+from assistant.answer.offline.survey_bar import SurveyBar, shipped_bar
+from assistant.answer.result import CANNOT_ANSWER
 
 
 @pytest.mark.parametrize(

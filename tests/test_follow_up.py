@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.conversation import is_follow_up, read_condensed
+from assistant.answer.conversation import is_follow_up, read_condensed
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
-from assistant.eval.judges import OfflineJudge
+from assistant.judge.judges import OfflineJudge
 
 EVAL_SET = Path(__file__).parents[1] / "evals" / "neurips2025.jsonl"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.corpus import Paper, load_corpus, load_file
 from assistant.errors import InputFileError
-from assistant.formats.bibtex_write import to_bibtex
+from assistant.ingest.corpus import Paper, load_corpus, load_file
+from assistant.ingest.formats.bibtex_write import to_bibtex
 from tests.conftest import ROOT
 
 FORMATS = ROOT / "tests" / "data" / "formats"
@@ -155,7 +155,7 @@ def _generated_bib(path: Path, n: int) -> None:
 _MEASURE = """
 import sys, time
 from pathlib import Path
-from assistant.corpus import load_corpus
+from assistant.ingest.corpus import load_corpus
 started = time.perf_counter()
 result = load_corpus([Path(sys.argv[1])])
 seconds = time.perf_counter() - started

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from assistant import Assistant, load_settings
-from assistant.chunking import Chunker
-from assistant.citations import _MARKER, check_citations
-from assistant.corpus import Paper, load_file, make_paper
-from assistant.embeddings import HashingEmbedder
+from assistant.answer.citations import _MARKER, check_citations
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.errors import AssistantError, InputFileError
-from assistant.retrieval import Hit
+from assistant.ingest.chunking import Chunker
+from assistant.ingest.corpus import Paper, load_file, make_paper
+from assistant.retrieval.hybrid import Hit
 
 LIMIT = 400  # a small abstract size limit, so that cutting is exercised too
 

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from assistant import CANNOT_ANSWER, Assistant, load_settings
-from assistant.cli import main
+from assistant.cli.main import main
 from assistant.errors import ProviderError
 from assistant.eval.report import write_results
-from assistant.text import printable
+from assistant.text.normalise import printable
 from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
 
@@ -236,7 +236,7 @@ def test_uninstalled_integration_is_one_line(store, model, package):
 
 def test_importing_the_cli_does_not_import_langchain_or_openai():
     code = (
-        "import sys, assistant.cli; "
+        "import sys, assistant.cli.main; "
         "print(sorted(m for m in ('langchain', 'langchain_openai', 'openai') if m in sys.modules))"
     )
     out = subprocess.run(

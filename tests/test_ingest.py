@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, load_settings
-from assistant.embeddings import Embedder
+from assistant.embedding.embedders import Embedder
 from assistant.errors import EmbedderMismatchError
 from assistant.store.chroma import ChromaVectors
 from tests.conftest import rewrite_records, write_seed
@@ -221,7 +221,7 @@ def test_sigkill_mid_ingest_is_repaired_by_the_next_run(tmp_path: Path, corpus_p
 def test_an_edit_without_id_is_said_to_leave_the_old_version(tmp_path: Path):
     """Without an id an edited abstract is a new paper: the run says the old one is still
     there, and --prune with every path takes it out."""
-    from assistant.embeddings import HashingEmbedder
+    from assistant.embedding.embedders import HashingEmbedder
 
     source = tmp_path / "m.jsonl"
     lines = ['{"abstract": "Svalbard glaciers thin 4.2 metres a year."}', '{"abstract": "Bees."}']
@@ -247,7 +247,7 @@ def test_a_write_larger_than_chroma_takes_at_once_is_sent_in_parts(tmp_path: Pat
     refused the upsert ("Batch size of 11535 is greater than max batch size of 5461") and left
     every paper unfinished. 95 papers of two abstracts each make ~1,600 sentence vectors, more
     than two calls of this test's limit."""
-    from assistant.embeddings import HashingEmbedder
+    from assistant.embedding.embedders import HashingEmbedder
     from assistant.store.chroma import vectors as chroma
 
     shifted = corpus_papers[30:] + corpus_papers[:30]

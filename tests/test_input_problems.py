@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Assistant, load_settings
-from assistant.chat import ChatSession, run_chat
-from assistant.cli import main
-from assistant.embeddings import HashingEmbedder
+from assistant.cli.chat import ChatSession, run_chat
+from assistant.cli.main import main
+from assistant.embedding.embedders import HashingEmbedder
 from tests.conftest import ROOT
 from tests.test_chat import reader
 
@@ -91,7 +91,7 @@ def test_filter_keys_are_the_same_in_help_error_readme_and_chat():
     keys = ["author=", "title=", "year>=2023", "year=2021..2023", "doi=", "venue=", "source_file="]
     _, help_text, _ = run("search", "--help")
     code, _, err = run("search", "x", "--filter", "colour=red", "--store", "/nonexistent")
-    from assistant.chat import HELP
+    from assistant.cli.chat import HELP
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     flat_help = " ".join(help_text.split())

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from assistant.answer import Answer
-from assistant.eval.conflicts import PaperText, find_conflict
+from assistant.answer.result import Answer
+from assistant.cli.render import support_lines
 from assistant.eval.faithfulness import faithfulness
-from assistant.eval.judges import OfflineJudge
-from assistant.eval.names import claim_names, missing_names, occurs, spelled_out
-from assistant.eval.numbers import dropped_bounds, quantities, unstated
-from assistant.eval.reversal import reversal
-from assistant.render import support_lines
-from assistant.verify import Verifier, judgement
+from assistant.judge.conflicts import PaperText, find_conflict
+from assistant.judge.judges import OfflineJudge
+from assistant.judge.names import claim_names, missing_names, occurs, spelled_out
+from assistant.judge.numbers import dropped_bounds, quantities, unstated
+from assistant.judge.reversal import reversal
+from assistant.judge.verify import Verifier, judgement
 from evals.judge.perturbations import cases, change_number, drop_qualifier, negate, swap_name
 
 KVFLOW = PaperText(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assistant.eval.features import FEATURES, FeatureExtractor
-from assistant.eval.judges import OfflineJudge
-from assistant.eval.polarity import (
+from assistant.judge.features import FEATURES, FeatureExtractor
+from assistant.judge.judges import OfflineJudge
+from assistant.judge.polarity import (
     aligned_direction,
     aligned_polarity,
     cue,

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assistant.corpus import Paper, load_corpus
+from assistant.ingest.corpus import Paper, load_corpus
 from assistant.store.catalog import CATALOG_FILE
 from tests.conftest import ROOT, write_seed
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from assistant.corpus import Paper, make_paper
-from assistant.labels import derive_label
-from assistant.phrases import topic_phrase
+from assistant.ingest.corpus import Paper, make_paper
+from assistant.ingest.labels import derive_label
+from assistant.ingest.phrases import topic_phrase
 
 # A label that reads as a clause has a finite verb, or opens like a sentence.
 _CLAUSE = re.compile(

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.embeddings import HashingEmbedder
-from assistant.lexical import analyze
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.store import Filter, segments
 from assistant.store.bm25 import LexicalIndex
 from assistant.store.segments import analysed
+from assistant.text.terms import analyze
 
 
 def _pointer(store: Path) -> dict:

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import load_settings
-from assistant.cli import main
+from assistant.cli.main import main
 from assistant.errors import ConfigError, ProviderError
-from assistant.eval.judges import LLMJudge
+from assistant.judge.judges import LLMJudge
 from tests.openai_server import FakeOpenAI, Reply
 
 EVIDENCE = ["KVFlow achieves up to 2.19x speedup for scenarios with many concurrent workflows."]

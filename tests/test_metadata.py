@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Assistant, load_settings
-from assistant.chat import ChatSession, run_chat
-from assistant.cli import main
-from assistant.context import render_source
-from assistant.corpus import make_paper
-from assistant.retrieval import Hit
+from assistant.answer.sources import render_source
+from assistant.cli.chat import ChatSession, run_chat
+from assistant.cli.main import main
+from assistant.ingest.corpus import make_paper
+from assistant.retrieval.hybrid import Hit
 from tests.conftest import ROOT
 from tests.openai_server import FakeOpenAI
 
@@ -218,7 +218,7 @@ def test_metadata_in_source_headers_is_defused():
 
 
 def test_when_was_the_code_released_is_not_a_question_about_the_paper():
-    from assistant.metadata_questions import parse
+    from assistant.answer.offline.metadata import parse
 
     for code in (
         "When was the THG source code first released?",

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Assistant, load_settings
-from assistant.chat import ChatSession
-from assistant.cli import main
+from assistant.cli.chat import ChatSession
+from assistant.cli.main import main
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
-from assistant.eval.judges import OfflineJudge
+from assistant.judge.judges import OfflineJudge
 from tests.model_families import (
     FACT,
     FAMILIES,

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.chunking import sentences_of
-from assistant.embeddings import Embedder, HashingEmbedder
-from assistant.retrieval import check_filters
-from assistant.text import fingerprint
+from assistant.embedding.embedders import Embedder, HashingEmbedder
+from assistant.ingest.chunking import sentences_of
+from assistant.retrieval.hybrid import check_filters
+from assistant.text.normalise import fingerprint
 from tests.conftest import rewrite_records, write_seed
 
 NEW = "A brand new abstract about sparse attention for very long contexts. It is short."

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, load_settings
+from assistant.answer.prompts import PROMPTS_DIR_VARIABLE, load_prompt
 from assistant.errors import ConfigError
-from assistant.prompts import PROMPTS_DIR_VARIABLE, load_prompt
 from assistant.resources import prompts_dir
 from tests.model_families import KVFLOW_Q
 from tests.openai_server import FakeOpenAI

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import Assistant, load_settings
-from assistant.answer import CANNOT_ANSWER
-from assistant.cli import main
-from assistant.language import ENGLISH_ONLY, is_english
-from assistant.lexical import analyze
-from assistant.llm.parts import asked_acronym, expansion, refers_back, split
+from assistant.answer.offline.parts import asked_acronym, expansion, refers_back, split
+from assistant.answer.result import CANNOT_ANSWER
+from assistant.cli.main import main
+from assistant.text.language import ENGLISH_ONLY, is_english
+from assistant.text.terms import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 

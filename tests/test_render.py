@@ -16,13 +16,13 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Answer, Assistant
-from assistant.chat import ChatSession, run_chat
-from assistant.cli import main
+from assistant.cli.chat import ChatSession, run_chat
+from assistant.cli.main import main
+from assistant.cli.render import answer_footer, stream_answer
+from assistant.cli.terminal import Waiting, WordWrapper, make_console
 from assistant.eval.harness import aggregate
 from assistant.eval.report import metric_value, summary_rows
-from assistant.latex import LatexStream, latex_to_text
-from assistant.render import answer_footer, stream_answer
-from assistant.terminal import Waiting, WordWrapper, make_console
+from assistant.text.latex import LatexStream, latex_to_text
 from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
 from tests.test_chat import reader

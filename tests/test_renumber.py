@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import Answer, Assistant, load_settings
-from assistant.cli import main
-from assistant.renumber import Renumberer
+from assistant.answer.renumber import Renumberer
+from assistant.cli.main import main
 from tests.openai_server import FakeOpenAI, Reply
 
 KVFLOW_Q = "What does KVFlow replace LRU eviction with?"

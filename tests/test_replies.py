@@ -14,18 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant import Assistant, load_settings
-from assistant.chat import ChatSession
-from assistant.cli import main
-from assistant.llm.refusals import is_refusal
-from assistant.llm.reply import (
+from assistant.answer.llm.refusals import is_refusal
+from assistant.answer.llm.reply import (
     Reasoning,
     ReplyReader,
     collect,
     normalise_citations,
     read_reply,
 )
-from assistant.markdown import MarkdownStream, markdown_to_text
-from assistant.untrusted import neutralise
+from assistant.cli.chat import ChatSession
+from assistant.cli.main import main
+from assistant.text.markdown import MarkdownStream, markdown_to_text
+from assistant.text.untrusted import neutralise
 from tests.conftest import write_seed
 from tests.model_families import KVFLOW_Q, THOUGHT
 from tests.openai_server import FakeOpenAI, Reply

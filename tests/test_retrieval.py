@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.errors import AssistantError
-from assistant.retrieval import fuse
+from assistant.retrieval.hybrid import fuse
 
 # Paraphrased questions that share few words with the abstract they should find.
 PARAPHRASES = [

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assistant.cli import main
-from assistant.corpus import Paper
+from assistant.cli.main import main
+from assistant.ingest.corpus import Paper
 from tests.conftest import write_seed
 from tests.openai_server import FakeOpenAI, Reply
 

@@ -18,13 +18,13 @@ HEAVY = ("chromadb", "langchain_core", "langchain_text_splitters", "onnxruntime"
 # Runs the CLI in a fresh interpreter, then reports what it imported (after the CLI's output).
 PROBE = """
 import json, sys
-from assistant.cli import main
+from assistant.cli.main import main
 sys.argv = ["assistant", *json.loads(sys.argv[1])]
 try:
     main()
 except SystemExit as exc:
     code = exc.code
-from assistant import tokens
+from assistant.text import tokens
 loaded = sorted({m.split(".")[0] for m in sys.modules})
 print("\\nPROBE", json.dumps({"code": code, "modules": loaded,
       "encodings": tokens.encoding.cache_info().currsize}))
@@ -46,7 +46,7 @@ def _probe(args: list[str], env: dict[str, str] | None = None) -> tuple[str, dic
 
 
 def test_importing_the_cli_loads_no_heavy_library():
-    code = "import sys, assistant.cli; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = "import sys, assistant.cli.main; print(sorted({m.split('.')[0] for m in sys.modules}))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.embeddings import HashingEmbedder
+from assistant.embedding.embedders import HashingEmbedder
 from assistant.store import Filter
 from assistant.store.memory import MemoryStore
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, load_settings
-from assistant.corpus import Paper
-from assistant.embeddings import Embedder, HashingEmbedder
+from assistant.embedding.embedders import Embedder, HashingEmbedder
+from assistant.ingest.corpus import Paper
 from tests.conftest import write_seed
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, Paper, load_settings
-from assistant.corpus import load_corpus, stream_corpus
-from assistant.embeddings import HashingEmbedder
-from assistant.ingest import Ingestor
+from assistant.embedding.embedders import HashingEmbedder
+from assistant.ingest.corpus import load_corpus, stream_corpus
+from assistant.ingest.pipeline import Ingestor
 
 
 @pytest.fixture(scope="module")

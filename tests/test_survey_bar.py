@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm.survey import MODEL_FILE
+from assistant.answer.offline.survey_bar import MODEL_FILE
 from tests.conftest import refit
 
 SCRIPT = Path(__file__).parents[1] / "evals" / "survey" / "fit_survey_bar.py"

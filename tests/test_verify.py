@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from assistant import Assistant, load_settings
-from assistant.cli import main
+from assistant.cli.main import main
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.harness import aggregate, run_eval
-from assistant.eval.judges import OfflineJudge
+from assistant.judge.judges import OfflineJudge
 from assistant.resources import default_eval_set
-from assistant.text import split_sentences
+from assistant.text.normalise import split_sentences
 from tests.openai_server import FakeOpenAI, Reply
 
 KVFLOW_Q = "What does KVFlow replace LRU eviction with?"

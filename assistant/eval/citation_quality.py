@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from assistant.eval.claims import cited_sentences
-from assistant.eval.judges import Judge
+from assistant.judge.claims import cited_sentences
+from assistant.judge.judges import Judge
 
 
 @dataclass

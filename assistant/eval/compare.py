@@ -9,7 +9,7 @@ from typing import Any
 from assistant.errors import AssistantError, InputFileError
 from assistant.eval.formats import MACHINE_DEPENDENT, lower_is_better
 from assistant.eval.harness import METRICS
-from assistant.eval.reader import LOWER_IS_BETTER
+from assistant.eval.whole_answer import LOWER_IS_BETTER
 
 WATCHED = ("faithfulness", "citation_f1", "correctness", "ndcg@10", "cited_precision")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from assistant.eval.features import strip_markers
-from assistant.eval.judges import Judge
-from assistant.eval.names import Source
-from assistant.verify import SentenceCheck, Verifier, judgement
+from assistant.judge.features import strip_markers
+from assistant.judge.judges import Judge
+from assistant.judge.names import Source
+from assistant.judge.verify import SentenceCheck, Verifier, judgement
 
 
 @dataclass

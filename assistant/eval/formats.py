@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from assistant.eval.harness import METRICS
-from assistant.eval.reader import LOWER_IS_BETTER
+from assistant.eval.whole_answer import LOWER_IS_BETTER
 
 COUNTS = frozenset({"answer_sentences", "answer_tokens"})  # means of counts, not shares
 # Figures that depend on the machine and its load as much as on the code.

@@ -16,19 +16,24 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from assistant.answer import Answer
-from assistant.conversation import Conversation
+from assistant.answer.conversation import Conversation
+from assistant.answer.result import Answer
 from assistant.core import Assistant
 from assistant.errors import NoAnswerError
 from assistant.eval.citation_quality import citation_quality
 from assistant.eval.dataset import EvalItem
 from assistant.eval.faithfulness import faithfulness
-from assistant.eval.judges import Judge
-from assistant.eval.reader import READER_METRICS, answer_length, cited_papers, reader_aggregate
 from assistant.eval.refusal import Outcome, refusal_scores
 from assistant.eval.relevance import answer_relevance, correctness
 from assistant.eval.retrieval import mrr, ndcg_at_k, recall_at_k
 from assistant.eval.speed import cost_and_speed
+from assistant.eval.whole_answer import (
+    READER_METRICS,
+    answer_length,
+    cited_papers,
+    reader_aggregate,
+)
+from assistant.judge.judges import Judge
 
 PER_QUESTION = (  # scored on each answer, then averaged
     "recall@5",

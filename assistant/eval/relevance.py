@@ -7,8 +7,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from assistant.embeddings import Embedder
-from assistant.eval.features import strip_markers
+from assistant.embedding.embedders import Embedder
+from assistant.judge.features import strip_markers
 
 
 def answer_relevance(question: str, answer: str, embedder: Embedder) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 from assistant.eval.formats import metric_label, metric_value, share, summary_rows
 from assistant.eval.outcomes import tags_of
 from assistant.eval.report_html import html_report
-from assistant.text import printable
+from assistant.text.normalise import printable
 
 __all__ = ["markdown", "metric_label", "metric_value", "summary_rows", "write_results"]
 

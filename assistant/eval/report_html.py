@@ -20,10 +20,10 @@ from assistant.eval.formats import (
 )
 from assistant.eval.harness import METRICS
 from assistant.eval.outcomes import TAGS, severity, tags_of
-from assistant.eval.reader import LOWER_IS_BETTER
-from assistant.latex import latex_to_text
-from assistant.markdown import markdown_to_text
-from assistant.text import printable
+from assistant.eval.whole_answer import LOWER_IS_BETTER
+from assistant.text.latex import latex_to_text
+from assistant.text.markdown import markdown_to_text
+from assistant.text.normalise import printable
 
 GROUPS = (
     ("Retrieval", ("recall@5", "recall@10", "mrr", "ndcg@10")),

@@ -13,13 +13,13 @@ from rich.table import Table
 
 from assistant.core import Assistant
 from assistant.errors import InputFileError
-from assistant.eval.calibration import JSON_FIELDS, calibrate, load_pairs
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.formats import metric_label, metric_value, summary_rows
 from assistant.eval.harness import aggregate, run_eval
-from assistant.eval.judges import make_judge
 from assistant.eval.report import write_results
+from assistant.judge.calibration import JSON_FIELDS, calibrate, load_pairs
+from assistant.judge.judges import make_judge
 from assistant.resources import default_eval_set
 from assistant.settings import Settings
 
@@ -181,7 +181,7 @@ def _print_questions(console: Console, diff: dict[str, Any]) -> None:
 def print_calibration(
     console: Console, settings: Settings, pairs_file: Path, judge_name: str, as_json: bool
 ) -> None:
-    from assistant.embeddings import make_embedder
+    from assistant.embedding.embedders import make_embedder
 
     rows = load_pairs(pairs_file)
     judge = make_judge(judge_name, settings, make_embedder(settings))

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from assistant.chunking import Chunk
-from assistant.corpus import Paper
+from assistant.ingest.chunking import Chunk
+from assistant.ingest.corpus import Paper
 
 if TYPE_CHECKING:
     from assistant.store.health import Health
@@ -29,7 +29,7 @@ Kind = Literal["chunks", "sentences"]
 @dataclass(frozen=True)
 class Filter:
     """Which papers a search may return: every field that is set must match (None: any).
-    ``author``, ``title``, ``doi`` and the year bounds are matched as ``assistant.filters``
+    ``author``, ``title``, ``doi`` and the year bounds are matched as ``assistant.store.filters``
     says; stores answer them from their catalog (``matching``), and a search narrows them to
     ``paper_ids`` before it asks for vectors (``catalog_only``)."""
 
@@ -67,7 +67,7 @@ class Filter:
         }
 
     def accepts(self, paper: Paper) -> bool:
-        from assistant.filters import any_author, has_words, same_doi
+        from assistant.store.filters import any_author, has_words, same_doi
 
         if self.paper_ids is not None and paper.paper_id not in self.paper_ids:
             return False

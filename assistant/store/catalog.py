@@ -19,9 +19,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from assistant.chunking import Chunk
-from assistant.corpus import Paper
 from assistant.errors import StoreError
+from assistant.ingest.chunking import Chunk
+from assistant.ingest.corpus import Paper
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -472,9 +472,9 @@ class Catalog:
 
     def ids_matching(self, filters: Mapping[str, str | int | tuple[str, ...]]) -> set[str]:
         """Ready paper ids whose metadata equals every filter; a tuple value means any of.
-        ``author``, ``title`` and ``doi`` match as ``assistant.filters`` says (functions
+        ``author``, ``title`` and ``doi`` match as ``assistant.store.filters`` says (functions
         registered with SQLite), ``year_min`` and ``year_max`` are bounds."""
-        from assistant import filters as match
+        from assistant.store import filters as match
 
         allowed = {"source_file", "year", "venue", "source", "label", "paper_id"}
         functions = {

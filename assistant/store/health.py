@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assistant.chunking import sentences_of
+from assistant.ingest.chunking import sentences_of
 from assistant.store.base import paper_of
 from assistant.store.catalog import CATALOG_FILE, Catalog
 

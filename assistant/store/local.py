@@ -29,18 +29,18 @@ from typing import TypeVar
 
 import numpy as np
 
-from assistant.corpus import Paper
-from assistant.diskspace import is_disk_full, said_when_full
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
-from assistant.lexical import analyze
-from assistant.locking import index_files, writer_lock, writer_running
+from assistant.ingest.corpus import Paper
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors
 from assistant.store.chroma.probe import probe
 from assistant.store.chroma.vectors import damaged_message, forget_clients
+from assistant.store.diskspace import is_disk_full, said_when_full
 from assistant.store.health import Health, examine, vector_gaps
+from assistant.store.locking import index_files, writer_lock, writer_running
 from assistant.store.segments import SegmentedLexical
+from assistant.text.terms import analyze
 
 T = TypeVar("T")
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from assistant.corpus import Paper
-from assistant.lexical import analyze
+from assistant.ingest.corpus import Paper
 from assistant.store.base import (
     Entry,
     Filter,
@@ -27,6 +26,7 @@ from assistant.store.base import (
     sentence_id,
 )
 from assistant.store.health import Health, VectorGaps
+from assistant.text.terms import analyze
 
 
 @dataclass

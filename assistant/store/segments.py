@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assistant.lexical import analyze
 from assistant.store.bm25 import LexicalIndex
 from assistant.store.catalog import Catalog
+from assistant.text.terms import analyze
 
 # The delta is folded into the base when it holds more than this share of the base's papers
 # (or COMPACT_MIN papers, whichever is more).

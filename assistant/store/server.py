@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from assistant.chunking import Chunk
-from assistant.corpus import Paper
 from assistant.errors import StoreBusyError, StoreError
+from assistant.ingest.chunking import Chunk
+from assistant.ingest.corpus import Paper
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors, Record

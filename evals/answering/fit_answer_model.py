@@ -1,10 +1,12 @@
-"""Fit the answer model (assistant/llm/answering.py) on the eval set's tune and dev splits.
+"""Fit the answer model (assistant/answer/offline/answering.py) on the eval set's tune and dev
+splits.
 
 For every answerable one-paper question of those splits that has reference facts (factual and
 paraphrase questions, no follow-ups, none of the ``SHAPES`` answered by their own rules), each
 sentence of each gold paper the search retrieves
 becomes one row of features, labelled by whether it states one of the question's reference
-facts. Model: L2 logistic regression on standardised features (``assistant.llm.logistic``).
+facts. Model: L2 logistic regression on standardised features
+(``assistant.answer.offline.logistic``).
 
 It prints, leaving one paper out (each question scored by a model fitted without any question
 on its gold paper: a question's paraphrase twin would otherwise stay in the fit), the share
@@ -23,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.chain import Request
+from assistant.answer.chain import Request
+from assistant.answer.offline.answering import FEATURES, MODEL_FILE, AnswerModel, features
+from assistant.answer.offline.extractive import ExtractiveProvider, by_paper
+from assistant.answer.offline.logistic import fit_arguments, fit_logistic
+from assistant.answer.offline.question import is_survey
 from assistant.core import Assistant
 from assistant.eval.dataset import EvalItem, load_eval_set
 from assistant.eval.relevance import fact_found
-from assistant.llm.answering import FEATURES, MODEL_FILE, AnswerModel, features
-from assistant.llm.extractive import ExtractiveProvider, by_paper
-from assistant.llm.focus import is_survey
-from assistant.llm.logistic import fit_arguments, fit_logistic
 
 EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
 FIT_SPLITS = ("tune", "dev")
@@ -60,7 +62,7 @@ class Paper:
 
 
 # Shapes whose sentences other rules choose: the defining sentence, the expansion, each half
-# and each named paper in turn (``assistant.llm.parts``).
+# and each named paper in turn (``assistant.answer.offline.parts``).
 SHAPES = frozenset({"compare", "compound", "definition", "acronym", "literal_survey"})
 
 

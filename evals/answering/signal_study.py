@@ -1,8 +1,8 @@
 """Would word-piece alignment find the answering sentence better? Held-out figures for the
-answer model (``assistant.llm.answering``) with alignment signals added.
+answer model (``assistant.answer.offline.answering``) with alignment signals added.
 
 Rows, labels and the leave-one-paper-out fit are those of ``fit_answer_model.py`` (tune and
-dev, never test). The signals are the offline judge's (``assistant.eval.features``): for each
+dev, never test). The signals are the offline judge's (``assistant.judge.features``): for each
 sentence, the mean over the question's word pieces of their best MiniLM match in it
 (BERTScore-style recall, which sees "bigger step sizes" near "larger learning rates" where the
 pooled cosine may not), and that minus the paper's best. It prints the share of reference
@@ -21,9 +21,9 @@ import numpy as np
 from fit_answer_model import EVAL_SET, FIRST, Paper, collect, held_out_found, wanted
 
 from assistant.core import Assistant
-from assistant.embeddings import MiniLMEmbedder
+from assistant.embedding.embedders import MiniLMEmbedder
 from assistant.eval.dataset import load_eval_set
-from assistant.eval.features import FeatureExtractor
+from assistant.judge.features import FeatureExtractor
 
 VARIANTS = {
     "(none: the shipped model)": lambda own, best: [],

@@ -1,6 +1,6 @@
 """Fit the offline support judge on SciFact train and report it on dev.
 
-Features: assistant/eval/features.py. Model: class-balanced L2 logistic regression on
+Features: assistant/judge/features.py. Model: class-balanced L2 logistic regression on
 standardised features (numpy). The decision threshold is fixed on *train*, where the rates of
 accepted supported pairs and rejected unsupported pairs are equal, and frozen in the JSON before
 dev is scored, so the dev figures are honest. (The train-best balanced accuracy threshold was
@@ -8,12 +8,12 @@ used before; its curve is flat on train, so it jumped between 0.51 and 0.59 as f
 The L2 strength is picked by 5-fold cross-validation on train, folds grouped by cited abstract
 (best mean balanced accuracy), so dev plays no part in any choice the script makes.
 
-The answer-time decision is the model and the exact checks (assistant/eval/conflicts.py: a
+The answer-time decision is the model and the exact checks (assistant/judge/conflicts.py: a
 number the abstract does not give, a negation of its sentence, a borrowed name), which overrule
 the model where they fire. Dev is reported for both, and the decision's acceptance per SciFact
 label: the checks are rules, fitted on nothing.
 
-    python evals/judge/fit_offline_judge.py        # writes assistant/eval/offline_judge.json
+    python evals/judge/fit_offline_judge.py        # writes assistant/judge/offline_judge.json
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.embeddings import MiniLMEmbedder
-from assistant.eval.calibration import balanced_accuracy, roc_auc
-from assistant.eval.conflicts import PaperText, find_conflict
-from assistant.eval.features import FEATURES, FeatureExtractor
-from assistant.eval.judges import MODEL_FILE
-from assistant.verify import overruled
+from assistant.embedding.embedders import MiniLMEmbedder
+from assistant.judge.calibration import balanced_accuracy, roc_auc
+from assistant.judge.conflicts import PaperText, find_conflict
+from assistant.judge.features import FEATURES, FeatureExtractor
+from assistant.judge.judges import MODEL_FILE
+from assistant.judge.verify import overruled
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scifact_pairs import DEFAULT_DATA, pairs  # noqa: E402

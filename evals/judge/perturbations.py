@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from assistant.eval.conflicts import PaperText
-from assistant.eval.names import occurs
-from assistant.eval.numbers import claim_quantities
-from assistant.labels import coined_name, is_coined
-from assistant.text import split_sentences
+from assistant.ingest.labels import coined_name, is_coined
+from assistant.judge.conflicts import PaperText
+from assistant.judge.names import occurs
+from assistant.judge.numbers import claim_quantities
+from assistant.text.normalise import split_sentences
 
 KINDS = ("original", "number", "name", "negation", "qualifier")
 

@@ -1,4 +1,5 @@
-"""Fit the survey bar (assistant/llm/survey.py) on the eval set's tune and dev splits.
+"""Fit the survey bar (assistant/answer/offline/survey_bar.py) on the eval set's tune and dev
+splits.
 
 For every "which papers ..." question of those splits whose papers the bar chooses (not a
 comparison of named papers, nor a literal condition), each of the survey_k papers it retrieves
@@ -25,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.chain import Request
-from assistant.context import Context
+from assistant.answer.chain import Request
+from assistant.answer.offline.extractive import ExtractiveProvider, _best_per_paper
+from assistant.answer.offline.logistic import fit_arguments, fit_logistic
+from assistant.answer.offline.question import is_survey
+from assistant.answer.offline.survey_bar import FEATURES, MODEL_FILE, SurveyBar
+from assistant.answer.sources import Context
 from assistant.core import Assistant
 from assistant.eval.dataset import EvalItem, load_eval_set
-from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
-from assistant.llm.focus import is_survey
-from assistant.llm.logistic import fit_arguments, fit_logistic
-from assistant.llm.survey import FEATURES, MODEL_FILE, SurveyBar
 
 EVAL_SET = Path(__file__).parents[1] / "neurips2025.jsonl"
 FIT_SPLITS = ("tune", "dev")

@@ -1,5 +1,5 @@
 """Would other signals choose a survey's papers better? Leave-one-question-out figures for the
-survey bar's features (``assistant.llm.survey``) with each candidate signal added.
+survey bar's features (``assistant.answer.offline.survey_bar``) with each candidate signal added.
 
 Rows, labels, model and thresholds are those of ``fit_survey_bar.py`` (the tune and dev survey
 questions, never test); each variant adds signals to the five shipped features, is fitted
@@ -7,7 +7,7 @@ without the question it scores, and its ``include`` threshold is chosen on those
 probabilities. It prints, per variant, the cited papers' mean precision, recall and F1 over
 answerable survey questions, and the share of unanswerable survey questions refused. Signals:
 
-- ``fused``: the search's fused score (a weighted sum of z-scores; ``assistant.retrieval``);
+- ``fused``: the search's fused score (a weighted sum of z-scores; ``assistant.retrieval.hybrid``);
 - ``similarity``: the dense cosine of the paper's best chunk;
 - ``topic``: the best sentence's cosine to the question without its "which papers ..." frame;
 - ``phrases``: the IDF share of the question's adjacent asked-term pairs the abstract contains;
@@ -34,12 +34,12 @@ from fit_survey_bar import (
     held_out_probabilities,
 )
 
-from assistant.chain import Request
+from assistant.answer.chain import Request
+from assistant.answer.offline.extractive import ExtractiveProvider, _best_per_paper
+from assistant.answer.offline.question import asked_terms, idf_weights, is_survey
 from assistant.core import Assistant
 from assistant.eval.dataset import load_eval_set
-from assistant.lexical import analyze
-from assistant.llm.extractive import ExtractiveProvider, _best_per_paper
-from assistant.llm.focus import asked_terms, idf_weights, is_survey
+from assistant.text.terms import analyze
 
 SIGNALS = ("fused", "similarity", "topic", "phrases", "frequency")
 VARIANTS: tuple[tuple[str, ...], ...] = (

@@ -25,7 +25,6 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from assistant.diskspace import is_disk_full
 from assistant.errors import (
     DiskFullError,
     EmbedderMismatchError,
@@ -33,8 +32,9 @@ from assistant.errors import (
     StoreError,
     VectorIndexDamagedError,
 )
-from assistant.locking import index_files
 from assistant.store.base import Filter, Match, paper_of
+from assistant.store.diskspace import is_disk_full
+from assistant.store.locking import index_files
 
 PAGE = 1000  # records read per request
 TENANT, DATABASE = "default_tenant", "default_database"  # where the client puts collections

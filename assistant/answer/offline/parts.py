@@ -1,0 +1,204 @@
+"""A question read as its parts, and the shapes that decide how the extractive answer reads it.
+
+- ``split``: "Who wrote the wildfire paper, and how good are its forecasts?" asks two things; each
+  half is answered (the first from the metadata, the second from the abstract), or said to be
+  unanswered. A half that asks nothing of its own ("Which papers study X, and what do they
+  find?") stays with the half it refers to.
+- ``asks_definition``: "What is KVFlow?", "How does KVFlow decide …": the answer leads with the
+  sentence that says what the paper is ("We present KVFlow, a …").
+- ``asked_acronym``: "What does GPLQ stand for?" is answered from the expansion the abstract
+  gives ("General, Practical, and Lightning Quantization (GPLQ)"), found by ``expansion``.
+- ``refers_back``: a sentence that opens with an anaphor ("These values", "This approach") needs
+  the sentence before it.
+- ``literal_terms``: the literal condition of a survey ("on GitHub", "on CIFAR-10", "in 2022"),
+  which every paper that qualifies contains word for word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from assistant.answer.offline.question import asked_terms, is_survey
+from assistant.retrieval.hybrid import Hit
+from assistant.text.terms import analyze
+
+# Where a question's second half starts: a conjunction, then a question word or an auxiliary.
+# ("… and by how much …", "… and in which …": a preposition may come first.)
+_SECOND_HALF = re.compile(
+    r"(?:,|;|:)?\s+(?:and|but|also|plus)\s+(?=(?:(?:by|in|on|at|to|for|with|from)\s+)?(?:what|how|"
+    r"who|whom|which|when|where|why|does|do|did|is|are|was|were|can|could)\b)|(?:;|\?)\s+"
+    r"(?=(?:and\s+)?(?:(?:by|in|on|at|to|for|with|from)\s+)?(?:what|how|who|which|when|where|"
+    r"why)\b)",
+    re.IGNORECASE,
+)
+# Words that point back to what the first half named.
+_BACK = re.compile(
+    r"\b(?:it|its|they|them|their|theirs|this|these|those|each|both|either)\b", re.IGNORECASE
+)
+
+
+# A first half that is itself a question, not a premise ("A 4D method organises …; what speed
+# does that enable?" asks one thing).
+_ASKS = re.compile(
+    r"\s*(?:what|how|who|whom|which|when|where|why|does|do|did|is|are|was|were|can|could|"
+    r"compare|contrast|tell|list|name|explain|describe|give|show|find)\b\s*\S",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str  # the half as asked, for messages
+    refers_back: bool  # it points at the first half's subject ("its", "they", "each")
+
+
+def split(question: str) -> list[Part]:
+    """The question's halves, in order; one part when it asks one thing. A half without terms
+    of its own ("what do they find?") is not a question apart."""
+    match = _SECOND_HALF.search(question)
+    if match is None:
+        return [Part(question.strip(), False)]
+    first = question[: match.start()].strip(" ,;:")
+    second = question[match.end() :].strip()
+    if not _ASKS.match(first) or not asked_terms(second) or not asked_terms(first):
+        return [Part(question.strip(), False)]
+    return [Part(first + "?", False), Part(second, bool(_BACK.search(second)))]
+
+
+_DEFINITION = re.compile(
+    r"^\s*(?:so,?\s+|and\s+)?(?:what\s+(?:is|are|was)\b|what's\b|how\s+(?:does|do|did|is|are)\b|"
+    r"explain\b|describe\b|tell me (?:about|what)\b|what does \S+ (?:do|propose|introduce)\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_definition(question: str) -> bool:
+    """Asks what something is or how it works: the answer leads with what the paper is."""
+    return bool(_DEFINITION.search(question))
+
+
+_PRESENTS = re.compile(
+    r"\b(?:we|this (?:paper|work|study))\s+(?:\w+\s+){0,2}?(?:present|propose|introduce|develop|"
+    r"build|construct)s?\b",
+    re.IGNORECASE,
+)
+
+
+def presents(sentence: str) -> bool:
+    """States what the paper contributes: "we propose …", "this paper introduces …"."""
+    return bool(_PRESENTS.search(sentence))
+
+
+def defines(sentence: str, names: list[str]) -> bool:
+    """The sentence says what the paper is: "We present KVFlow, a …", "Adafactor is an …",
+    "this paper introduces … (GPLQ), a …"."""
+    lowered = sentence.lower()
+    for name in names:
+        if re.match(rf"\s*{re.escape(name)}\s+(?:is|are)\b", sentence, re.IGNORECASE):
+            return True
+        if name.lower() in lowered and _PRESENTS.search(sentence):
+            return True
+    return False
+
+
+_ACRONYM_ASKED = re.compile(
+    r"\bwhat\s+(?:does|do|did)\s+(?:the\s+)?(?:acronym\s+|abbreviation\s+|name\s+)?"
+    r"[\"'«]?([A-Za-z][\w-]*[A-Z][\w-]*)[\"'»]?\s+(?:stand for|mean|abbreviate)\b"
+    r"|\bwhat\s+is\s+[\"'«]?([A-Za-z][\w-]*[A-Z][\w-]*)[\"'»]?\s+short for\b"
+    r"|\b(?:expansion|full name|long form|abbreviation|acronym)\s+(?:of|for)\s+(?:the\s+)?"
+    r"[\"'«]?([A-Za-z][\w-]*[A-Z][\w-]*)",
+    re.IGNORECASE,
+)
+
+
+def asked_acronym(question: str) -> str | None:
+    """The acronym a question asks to spell out ("What does GPLQ stand for?" -> "GPLQ")."""
+    match = _ACRONYM_ASKED.search(question)
+    if match is None:
+        return None
+    return next(g for g in match.groups() if g)
+
+
+def _initials(words: list[str]) -> str:
+    """The capitals a run of words abbreviates to: each word's capitals, or its first letter."""
+    out = []
+    for word in words:
+        caps = "".join(ch for ch in word if ch.isupper())
+        out.append(caps or word[:1])
+    return "".join(out).upper()
+
+
+def expansion(acronym: str, sentence: str) -> bool:
+    """The sentence spells the acronym out: "General, Practical, and Lightning Quantization
+    (GPLQ)", "GPLQ (General ... Quantization)" or "GPLQ: General ...". The expansion's initials
+    must match the acronym's letters."""
+    letters = re.sub(r"[^A-Za-z]", "", acronym).upper()
+    name = re.escape(acronym)
+    before = re.search(rf"((?:[\w-]+[,\s]+){{1,12}})\(\s*{name}\s*[),;]", sentence)
+    if before:
+        words = [w for w in re.findall(r"[\w-]+", before.group(1)) if w.lower() != "and"]
+        for start in range(len(words)):
+            if _initials(words[start:]).startswith(letters[:1]) and _matches(
+                letters, words[start:]
+            ):
+                return True
+    after = re.search(rf"\b{name}\s*(?:\(|:|,? (?:short for|stands for))\s*([^)]+)", sentence)
+    return bool(after and _matches(letters, re.findall(r"[\w-]+", after.group(1))))
+
+
+def _matches(letters: str, words: list[str]) -> bool:
+    """The acronym's letters appear in order in the words' initials and capitals."""
+    initials = _initials([w for w in words if w.lower() not in {"of", "for", "the", "a", "an"}])
+    it = iter(initials)
+    return len(initials) >= 2 and all(ch in it for ch in letters) and letters[0] == initials[0]
+
+
+_ANAPHOR = re.compile(
+    r"^\s*(?:(?:these|this|those|such|the latter|the former)\b(?!\s+(?:paper|work|study|"
+    r"article)\b)|(?:it|they|their|its)\b)",
+    re.IGNORECASE,
+)
+
+
+def refers_back(sentence: str) -> bool:
+    """Opens with an anaphor ("These values guide …", "This approach …"): read alone, it does
+    not say what it is about. "This paper …" names its subject."""
+    return bool(_ANAPHOR.search(sentence))
+
+
+# A literal condition: a CamelCase name ("GitHub", "ImageNet"), a name with digits ("CIFAR-10",
+# "GPT-4") or a quoted phrase. A year is the paper's metadata (``metadata_questions.asked_year``).
+_LITERAL = re.compile(
+    r"\"([^\"]{2,40})\"|(?<![\w-])((?:[A-Z][a-z]+[A-Z][\w-]*)|(?:[A-Za-z]+-?\d[\w.-]*))(?![\w-])"
+)
+
+
+# "… word embeddings such as word2vec": an example of the topic, not a condition.
+_EXAMPLES = re.compile(
+    r"\b(?:such as|like|e\.g\.|for example|for instance|including)\b[^,;?]*", re.IGNORECASE
+)
+
+
+def literal_terms(question: str) -> list[str]:
+    """The literal words a "which papers …" question asks for, as indexed terms (not those it
+    gives as examples)."""
+    found = []
+    for match in _LITERAL.finditer(_EXAMPLES.sub(" ", question)):
+        found.extend(analyze([match.group(1) or match.group(2)])[0])
+    return list(dict.fromkeys(found))
+
+
+def holds_literal(question: str, hits: Sequence[Hit]) -> bool:
+    """A survey with a literal condition that a retrieved paper contains word for word: it is
+    relevant however little the question resembles the abstract ("… code on GitHub?")."""
+    terms = literal_terms(question)
+    if not terms or not is_survey(question):
+        return False
+    return any(holds(terms, h) for h in hits)
+
+
+def holds(terms: list[str], hit: Hit) -> bool:
+    """The paper's text contains every one of the (analysed) terms."""
+    return set(terms) <= set(analyze([hit.paper.text_for_index])[0])

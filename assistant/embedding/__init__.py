@@ -1,0 +1,1 @@
+"""Embedders behind one small interface: MiniLM offline (int8 ONNX) and OpenAI embeddings."""

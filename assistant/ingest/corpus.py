@@ -1,0 +1,470 @@
+"""Reading abstracts into typed ``Paper`` records.
+
+Formats: the seed format (first line a header, then one abstract per blank-line-separated
+paragraph), JSONL and CSV with an ``abstract`` field plus optional ``id``, ``title``, ``authors``,
+``year``, ``url``, ``venue``, ``doi``; and what researchers export (``assistant.ingest.formats``):
+BibTeX, RIS, OpenAlex and Semantic Scholar JSON/JSONL, arXiv's Atom feed. The reader is chosen
+by extension, and by content for ``.txt`` (an RIS or BibTeX export saved as text). A folder is
+read file by file. A bad file or row is reported in one line, never fatal to the rest.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from assistant.errors import InputFileError
+from assistant.ingest.formats import Row, clean_doi
+from assistant.ingest.formats.textfile import encoding_of, not_a_file
+from assistant.ingest.labels import derive_label
+from assistant.text.normalise import content_key, fingerprint, normalize_text
+
+SUFFIXES = {
+    ".txt": "seed",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".bib": "bibtex",
+    ".ris": "ris",
+    ".atom": "atom",
+    ".xml": "atom",
+}
+KNOWN_TYPES = ".txt, .jsonl, .json, .csv, .bib, .ris, .atom, .xml"
+_POSITION = {  # what "#3" counts, per format
+    "seed": "abstract",
+    "jsonl": "line",
+    "json": "record",
+    "csv": "row",
+    "bibtex": "entry",
+    "ris": "record",
+    "atom": "entry",
+}
+_FORMAT_NAME = {
+    "seed": "seed",
+    "jsonl": "JSONL",
+    "json": "JSON",
+    "csv": "CSV",
+    "bibtex": "BibTeX",
+    "ris": "RIS",
+    "atom": "Atom",
+}
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One abstract and what we know about it."""
+
+    paper_id: str
+    source: str  # "file.txt#3": file name and 1-based position within it
+    label: str  # the title, or a short name derived from the abstract
+    abstract: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+    doi: str | None = None
+
+    @property
+    def source_file(self) -> str:
+        return self.source.rsplit("#", 1)[0]
+
+    @property
+    def text_for_index(self) -> str:
+        """What retrieval sees: the title (when there is one) and the abstract."""
+        return f"{self.title}. {self.abstract}" if self.title else self.abstract
+
+    @property
+    def fingerprint(self) -> str:
+        """What was embedded: the title and abstract, nothing else. Not the position in a file
+        (inserting a line above must not re-embed it), not the metadata, not the label (derived
+        from title and abstract): a change in any of those is written in place, unembedded."""
+        return fingerprint(self.title or "", self.abstract)
+
+    @property
+    def location(self) -> str:
+        """Where the abstract came from, readably: '004_cebd1b31328fe8e6.txt, abstract 2'."""
+        name, sep, position = self.source.rpartition("#")
+        kind = _kind_of_name(name)
+        if not sep or not position.isdigit() or kind not in _POSITION:
+            return self.source
+        return f"{name}, {_POSITION[kind]} {position}"
+
+    @property
+    def reference(self) -> str:
+        """How a reader finds the paper: its URL, else its DOI's, else where its abstract is."""
+        return self.url or (f"https://doi.org/{self.doi}" if self.doi else self.location)
+
+    def author_names(self, limit: int | None = None) -> str:
+        """'A, B and C'; past ``limit`` names, 'A, B et al.'; '' when none are recorded."""
+        names = list(self.authors)
+        if not names:
+            return ""
+        if limit is not None and len(names) > limit:
+            return ", ".join(names[:limit]) + " et al."
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    @property
+    def byline(self) -> str:
+        """'A, B and C · 2024 · NeurIPS': what is known besides the title ('' if nothing)."""
+        parts = [self.author_names(limit=6), str(self.year or ""), self.venue or ""]
+        return " · ".join(p for p in parts if p)
+
+    def bibliographic(self) -> dict[str, Any]:
+        """Title, authors, year, venue, URL and DOI for JSON output; null or empty when
+        unknown."""
+        return {
+            "title": self.title,
+            "authors": list(self.authors),
+            "year": self.year,
+            "venue": self.venue,
+            "url": self.url,
+            "doi": self.doi,
+        }
+
+    def metadata(self) -> dict[str, str | int]:
+        """Flat metadata for the vector store (no None values: Chroma rejects them): the fields
+        a search filters on. What is shown comes from the catalog."""
+        meta: dict[str, str | int] = {"paper_id": self.paper_id, "source_file": self.source_file}
+        if self.year is not None:
+            meta["year"] = self.year
+        if self.venue:
+            meta["venue"] = self.venue
+        return meta
+
+
+@dataclass
+class LoadResult:
+    """Papers to ingest and what reading them found. Built in memory (``papers``), or read from
+    files as a stream (``source``, see ``stream_corpus``), as often as it is iterated."""
+
+    papers: list[Paper] = field(default_factory=list)
+    problems: list[InputFileError] = field(default_factory=list)
+    duplicates: int = 0
+    files: list[Path] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)  # first lines of seed files
+    warnings: list[str] = field(default_factory=list)  # abstracts cut to the size limit
+    source: Callable[[], Iterator[Paper]] | None = field(default=None, repr=False)
+    _seen: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, paper: Paper) -> None:
+        """Keep the paper unless one with the same id is already here (then count it)."""
+        if self.keep(paper):
+            self.papers.append(paper)
+
+    def keep(self, paper: Paper) -> bool:
+        """False (and counted) when a paper with the same id came before."""
+        if paper.paper_id in self._seen:
+            self.duplicates += 1
+            return False
+        self._seen.add(paper.paper_id)
+        return True
+
+    def reset(self) -> None:
+        """Forget what the last pass over the files found (a new pass finds it again)."""
+        self.problems, self.files, self.headers, self.warnings = [], [], [], []
+        self.duplicates = 0
+        self._seen = set()
+
+    def stream(self) -> Iterator[Paper]:
+        """The papers, from the files when there are files, else from memory."""
+        return self.source() if self.source is not None else iter(self.papers)
+
+
+def _readable(abstract: str) -> str:
+    """The abstract without LaTeX markup, where names hide (``\\textbf{\\textit{Prior
+    Guidance}}``); pylatexenc is imported only for abstracts that may hold markup."""
+    if "\\" not in abstract and "$" not in abstract:
+        return abstract
+    from assistant.text.latex import latex_to_text
+
+    # Text that is all markup reads as nothing ("\\iÀ", found by the fuzz test): the label
+    # then comes from the text as written.
+    return latex_to_text(abstract).strip() or abstract
+
+
+def make_paper(record: dict[str, Any], source: str) -> Paper:
+    """A Paper from one raw record; raises ValueError naming what is wrong."""
+    raw = record.get("abstract")
+    if raw is None:
+        raise ValueError("no 'abstract' field")
+    if not isinstance(raw, str):
+        raise ValueError(f"'abstract' is not text: {raw!r:.60}")
+    abstract = normalize_text(raw)
+    if not abstract:
+        raise ValueError("empty 'abstract'")
+    title = normalize_text(str(record.get("title") or "")) or None
+    raw_id = record.get("id")
+    given_id = str(raw_id).strip() if raw_id is not None else ""
+    paper_id = given_id or content_key(abstract)  # a blank id ("\r") is no id
+    authors = record.get("authors") or ()
+    if isinstance(authors, str):
+        authors = [a.strip() for a in re.split(r";|, (?=[A-Z])| and ", authors) if a.strip()]
+    elif not isinstance(authors, list | tuple):
+        raise ValueError(f"'authors' is neither a list nor a ';'-separated string: {authors!r}")
+    year = record.get("year")
+    try:
+        year_int = int(str(year).strip()) if year not in (None, "") else None
+    except ValueError as exc:
+        raise ValueError(f"'year' is not a number: {year!r}") from exc
+    return Paper(
+        paper_id=paper_id,
+        source=source,
+        label=title or derive_label(_readable(abstract)),
+        abstract=abstract,
+        title=title,
+        authors=tuple(str(a) for a in authors),
+        year=year_int,
+        venue=(str(record["venue"]).strip() or None) if record.get("venue") else None,
+        url=(str(record["url"]).strip() or None) if record.get("url") else None,
+        doi=clean_doi(str(record["doi"])) if record.get("doi") else None,
+    )
+
+
+def _cut(record: dict[str, Any], max_chars: int | None, where: str) -> str | None:
+    """Cut the record's abstract to ``max_chars`` (at the last space within it, when there is
+    one) before any other work on it; the warning to show, or None when it fits."""
+    raw = record.get("abstract")
+    if max_chars is None or not isinstance(raw, str) or len(raw) <= max_chars:
+        return None
+    cut = raw[:max_chars]
+    space = cut.rfind(" ", max_chars // 2)
+    record["abstract"] = cut[:space] if space > 0 else cut
+    return (
+        f"{where}: abstract is {len(raw):,} characters, over the limit of {max_chars:,}; "
+        f"only its first {len(record['abstract']):,} are indexed "
+        "(ASSISTANT_CORPUS__MAX_ABSTRACT_CHARS sets the limit)"
+    )
+
+
+# A seed file's header that names a venue and year: "NeurIPS 2025 Papers", "ICML 2024".
+_VENUE_YEAR = re.compile(r"^\s*([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,3}?)\s+((?:19|20)\d{2})\b")
+
+
+def seed_header_metadata(header: str) -> dict[str, Any]:
+    """Venue and year that a seed file's header gives all its abstracts, when it gives them."""
+    match = _VENUE_YEAR.match(header)
+    return {"venue": match.group(1), "year": int(match.group(2))} if match else {}
+
+
+def _seed_records(lines: Iterable[str], headers: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One record per paragraph after the header line (paragraphs end at a line of nothing but
+    spaces and tabs); the header goes to ``headers``."""
+    shared: dict[str, Any] = {}
+    paragraph: list[str] = []
+    position = 0
+    for number, line in enumerate(lines):
+        line = line.rstrip("\n")
+        if number == 0:
+            headers.append(normalize_text(line.lstrip("\ufeff")))
+            shared = seed_header_metadata(line)
+        elif line.strip(" \t") or not paragraph:
+            paragraph.append(line)
+        else:
+            if "".join(paragraph).strip():
+                position += 1
+                yield position, {"abstract": "\n".join(paragraph), **shared}
+            paragraph = []
+    if "".join(paragraph).strip():
+        yield position + 1, {"abstract": "\n".join(paragraph), **shared}
+
+
+def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(lines)
+    columns = {c.strip().lower(): c for c in (reader.fieldnames or []) if c}
+    if "abstract" not in columns:
+        found = ", ".join(columns) or "none"
+        raise InputFileError(
+            str(path),
+            f"no 'abstract' column (columns found: {found}); "
+            "name the column that holds the abstract text 'abstract'",
+        )
+    for row_no, row in enumerate(reader, start=1):
+        yield row_no, {key: row.get(original) for key, original in columns.items()}
+
+
+def _kind_of_name(name: str) -> str | None:
+    return SUFFIXES.get(Path(name).suffix.lower())
+
+
+def _kind(path: Path, encoding: str) -> str:
+    """The format of a file: by extension, and for ``.txt`` by its first line (``TY  -`` is
+    RIS, ``@article{`` BibTeX: what EndNote and some Zotero exports save as text)."""
+    kind = _kind_of_name(path.name)
+    if kind != "seed":
+        return kind or "seed"
+    with path.open(encoding=encoding) as handle:
+        first = next((line for line in itertools.islice(handle, 50) if line.strip()), "")
+    first = first.lstrip("\ufeff").strip()
+    if re.match(r"TY  - ", first):
+        return "ris"
+    if re.match(r"@\w+\s*\{", first):
+        return "bibtex"
+    return "seed"
+
+
+def _rows(
+    kind: str, handle: TextIO, path: Path, headers: list[str], notes: list[str]
+) -> Iterator[Row]:
+    """The reader of one format over an open file."""
+    from assistant.ingest.formats import arxiv, bibtex, json_works, ris
+
+    readers: dict[str, Callable[[], Iterator[Row]]] = {
+        "seed": lambda: _seed_records(handle, headers),
+        "jsonl": lambda: json_works.jsonl_rows(handle, path.name, notes),
+        "json": lambda: json_works.json_rows(handle, path.name, notes),
+        "csv": lambda: _csv_records(handle, path),
+        "bibtex": lambda: bibtex.rows(handle, path.name, notes),
+        "ris": lambda: ris.rows(handle, path.name, notes),
+        "atom": lambda: arxiv.rows(handle, path.name, notes),
+    }
+    return readers[kind]()
+
+
+def _holds_nul(record: dict[str, Any]) -> bool:
+    return any(isinstance(v, str) and "\x00" in v for v in record.values())
+
+
+def iter_file(
+    path: Path,
+    max_chars: int | None = None,
+    warnings: list[str] | None = None,
+    headers: list[str] | None = None,
+) -> Iterator[Paper | InputFileError]:
+    """Papers of one file, read as a stream, and the entries of it that could not be read, in
+    file order. Abstracts longer than ``max_chars`` are cut, and a line saying so is added to
+    ``warnings``, as is one for entries skipped for want of an abstract; a seed file's header
+    line goes to ``headers``. A file that cannot be read at all raises InputFileError before
+    anything is yielded."""
+    what = not_a_file(path)
+    if what is not None:  # opening a named pipe would wait for a writer: never open it
+        raise InputFileError(str(path), f"is {what}, not a file; skipped (give a file of papers)")
+    if _kind_of_name(path.name) is None and path.exists() and not path.is_dir():
+        raise InputFileError(
+            str(path), f"unknown file type {path.suffix or '(none)'}; use {KNOWN_TYPES}"
+        )
+    encoding = encoding_of(path)
+    kind = _kind(path, encoding)
+    notes = warnings if warnings is not None else []
+    found = False
+    with path.open(encoding=encoding, newline="" if kind == "csv" else None) as handle:
+        try:
+            for position, record in _rows(
+                kind, handle, path, [] if headers is None else headers, notes
+            ):
+                found = True
+                if isinstance(record, str):
+                    yield InputFileError(f"{path}", record)
+                    continue
+                if _holds_nul(record):
+                    where = f"{_POSITION[kind]} {position}"
+                    yield InputFileError(
+                        f"{path}#{position}",
+                        f"{where} holds a NUL byte (\\0), a sign of a damaged file; skipped",
+                    )
+                    continue
+                note = _cut(record, max_chars, f"{path}:{position}")
+                if note is not None:
+                    notes.append(note)
+                try:
+                    yield make_paper(record, f"{path.name}#{position}")
+                except ValueError as exc:
+                    yield InputFileError(f"{path}#{position}", f"{exc}; row skipped")
+        except (ValueError, SyntaxError) as exc:  # a whole-file parser's (JSON, XML, Atom)
+            problem = InputFileError(
+                str(path), f"not a readable {_FORMAT_NAME[kind]} file: {_said(exc)}"
+            )
+            if not found:
+                raise problem from exc
+            yield problem
+            return
+    if not found and not any(n.startswith(f"{path.name}:") for n in notes):
+        raise InputFileError(
+            str(path),
+            f"no abstracts found (expected a {_FORMAT_NAME[kind]} file with abstracts: a seed "
+            "file has a header line, then one abstract per paragraph; JSONL/CSV an 'abstract' "
+            "field)",
+        )
+
+
+def _said(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def load_file(
+    path: Path, max_chars: int | None = None, warnings: list[str] | None = None
+) -> tuple[list[Paper], list[InputFileError]]:
+    """Papers of one file, and the rows of it that could not be read (see ``iter_file``)."""
+    papers: list[Paper] = []
+    problems: list[InputFileError] = []
+    for item in iter_file(path, max_chars, warnings):
+        if isinstance(item, InputFileError):
+            problems.append(item)
+        else:
+            papers.append(item)
+    return papers, problems
+
+
+def expand_paths(paths: Iterable[Path]) -> Iterator[Path | InputFileError]:
+    """Files named, and the files of a known type inside folders named, in a stable order; a
+    folder that cannot be listed, or that holds no file of a known type, is a problem."""
+    for path in paths:
+        if not path.is_dir():
+            yield path
+            continue
+        try:
+            inside = sorted(path.iterdir())
+        except OSError as exc:
+            yield InputFileError(str(path), f"cannot list the folder ({exc.strerror or exc})")
+            continue
+        known = [p for p in inside if _kind_of_name(p.name) and not p.is_dir()]
+        if not known:
+            others = ", ".join(p.name for p in inside[:3]) + (", …" if len(inside) > 3 else "")
+            found = f" (it holds {others})" if others else " (it is empty)"
+            yield InputFileError(
+                str(path), f"no files of papers in this folder{found}; give {KNOWN_TYPES} files"
+            )
+        yield from known
+
+
+def load_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
+    """Every paper from every path, in memory (see ``stream_corpus``)."""
+    result = stream_corpus(paths, max_chars)
+    result.papers = list(result.stream())
+    return result
+
+
+def stream_corpus(paths: Iterable[Path], max_chars: int | None = None) -> LoadResult:
+    """Every paper from every path, deduplicated by ``paper_id`` (the first one wins), read as
+    a stream each time ``stream()`` is iterated: problems, files, headers and warnings fill in
+    as it goes. Abstracts over ``max_chars`` are cut to it, each with a warning."""
+    chosen = list(paths)
+    result = LoadResult()
+
+    def read() -> Iterator[Paper]:
+        result.reset()
+        for path in expand_paths(chosen):
+            if isinstance(path, InputFileError):
+                result.problems.append(path)
+                continue
+            try:
+                items = iter_file(path, max_chars, result.warnings, result.headers)
+                first = next(items, None)  # a file that cannot be read fails here, whole
+            except InputFileError as exc:
+                result.problems.append(exc)
+                continue
+            result.files.append(path)
+            for item in itertools.chain([first] if first is not None else [], items):
+                if isinstance(item, InputFileError):
+                    result.problems.append(item)
+                elif result.keep(item):
+                    yield item
+
+    result.source = read
+    return result

@@ -1,0 +1,46 @@
+"""Readers for the files researchers keep papers in, one module per format.
+
+Each reader turns a file into rows: ``(position, record)``, where the record holds the keys
+``assistant.ingest.corpus.make_paper`` knows (``id``, ``title``, ``authors``, ``year``, ``venue``,
+``doi``, ``url``, ``abstract``), or a string that says what is wrong with that entry. Entries
+with no abstract are counted, not rows: the reader adds one line about them to ``notes``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+Row = tuple[int, dict[str, Any] | str]
+
+_DOI_PREFIX = re.compile(r"^\s*(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d|21\d\d)\b")
+
+
+def clean_doi(value: object) -> str | None:
+    """'https://doi.org/10.1/x' or 'doi:10.1/x' -> '10.1/x'; None for nothing."""
+    if not isinstance(value, str):
+        return None
+    doi = _DOI_PREFIX.sub("", value).strip()
+    return doi or None
+
+
+def year_in(value: object) -> int | None:
+    """The year of '2023', '2023-05-01', '2023/05//' or 2023; None when there is none."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _YEAR.search(str(value or ""))
+    return int(match.group(1)) if match else None
+
+
+def no_abstract_note(name: str, skipped: list[str], what: str = "entries") -> str | None:
+    """One line for the entries of a file that were skipped for want of an abstract."""
+    if not skipped:
+        return None
+    shown = ", ".join(skipped[:3]) + (", …" if len(skipped) > 3 else "")
+    if len(skipped) == 1:
+        what = {"entries": "entry", "records": "record", "works": "work"}.get(what, what)
+    return (
+        f"{name}: {len(skipped)} {what} without an abstract skipped ({shown}); "
+        "export them with their abstracts to index them"
+    )

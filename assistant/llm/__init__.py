@@ -1,1 +1,0 @@
-"""Answer generators ("providers") behind one small interface; see ``base.Provider``."""

@@ -1,0 +1,123 @@
+"""What ``--filter``, chat's ``/filter`` and the Python API accept, and how a value matches.
+
+Keys: ``author=`` (any author; every word of the value is a word of that author's name, case
+and accents aside: ``author=muller`` finds "Hans Müller"), ``title=`` (every word in the
+title), ``year=2024``, ``year>=2023``, ``year<=2023``, ``year=2021..2023``, ``venue=``, ``doi=``
+(``https://doi.org/…`` or bare, any case), ``source_file=``, ``paper_id=``. The same functions
+decide a match in SQL (the catalog registers them) and in memory (``Filter.accepts``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from assistant.ingest.formats import clean_doi
+
+FILTER_KEYS = ("author", "title", "year", "venue", "doi", "source_file", "paper_id")
+FILTER_USAGE = (
+    "author=NAME, title=WORDS, year=2024, year>=2023, year<=2023, year=2021..2023, "
+    "venue=NAME, doi=DOI, source_file=FILE"
+)
+YEARS = (1, 9999)
+_UNFOLDED = str.maketrans({"ø": "o", "Ø": "o", "ł": "l", "Ł": "l", "æ": "ae", "Æ": "ae", "đ": "d"})
+
+
+def fold(text: str) -> str:
+    """Lower case without accents: 'Müller' -> 'muller', 'Søreide' -> 'soreide'."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_UNFOLDED))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", fold(text))
+
+
+def has_words(text: str | None, wanted: str) -> bool:
+    """Every word of ``wanted`` is a word of ``text``."""
+    return bool(text) and set(words(wanted)) <= set(words(text or ""))
+
+
+def any_author(authors: Iterable[str], wanted: str) -> bool:
+    return any(has_words(name, wanted) for name in authors)
+
+
+def authors_json_match(authors: str | None, wanted: str) -> bool:
+    """``any_author`` over the catalog's JSON list of names."""
+    return any_author(json.loads(authors or "[]"), wanted)
+
+
+def same_doi(doi: str | None, wanted: str) -> bool:
+    return bool(doi) and (clean_doi(doi) or "").casefold() == (clean_doi(wanted) or "").casefold()
+
+
+def split_filter(item: str) -> tuple[str, str]:
+    """'year>=2023' -> ('year', '>=2023'); 'author=Okafor' -> ('author', 'Okafor')."""
+    match = re.match(r"^\s*(\w+)\s*(>=|<=|=)\s*(.*?)\s*$", item, re.S)
+    if match is None or not match.group(3):
+        raise ValueError(
+            f"filter {item!r} is not KEY=VALUE; e.g. author=Okafor, year>=2023 ({FILTER_USAGE})"
+        )
+    key, op, value = match.groups()
+    return key, value if op == "=" else op + value
+
+
+def _year(text: str, item: str) -> int:
+    if not re.fullmatch(r"\s*\d{1,4}\s*", text):
+        raise ValueError(
+            f"filter {item} is not a year from {YEARS[0]} to {YEARS[1]}; "
+            "e.g. year=2024, year>=2023 or year=2021..2023"
+        )
+    return int(text)
+
+
+def year_fields(value: object) -> dict[str, int]:
+    """``year``, or ``year_min``/``year_max``, for 2024, '>=2023', '<=2023', '2021..2023'."""
+    text = str(value).strip()
+    item = f"year={text}" if text[:1] not in "<>" else f"year{text}"
+    if text.startswith(">="):
+        return {"year_min": _year(text[2:], item)}
+    if text.startswith("<="):
+        return {"year_max": _year(text[2:], item)}
+    if ".." in text:
+        low, _, high = text.partition("..")
+        bounds = {}
+        if low.strip():
+            bounds["year_min"] = _year(low, item)
+        if high.strip():
+            bounds["year_max"] = _year(high, item)
+        if not bounds or bounds.get("year_min", 0) > bounds.get("year_max", YEARS[1]):
+            raise ValueError(f"filter {item} is an empty range; e.g. year=2021..2023")
+        return bounds
+    return {"year": _year(text, item)}
+
+
+def filter_fields(filters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``Filter`` fields for ``{key: value}``; ``paper_id`` may be one id or a list of
+    ids. Raises ValueError with one line that names the key or value to fix."""
+    clean: dict[str, Any] = {}
+    for key, value in (filters or {}).items():
+        if key not in FILTER_KEYS:
+            raise ValueError(f"unknown filter {key!r}; filter on {FILTER_USAGE}")
+        if key == "year":
+            clean.update(year_fields(value))
+        elif key == "paper_id":
+            many = isinstance(value, list | tuple | set | frozenset)
+            clean["paper_ids"] = frozenset(str(v) for v in (value if many else [value]))
+        elif key in ("author", "title") and not words(str(value)):
+            raise ValueError(f"filter {key}={value!r} has no words to look for")
+        else:
+            clean[key] = str(value).strip()
+    return clean
+
+
+def shown(filters: Mapping[str, Any] | None) -> str:
+    """'year>=2023, author=Okafor' (or 'none')."""
+    parts = []
+    for key, value in (filters or {}).items():
+        text = str(value)
+        parts.append(f"{key}{text}" if text[:2] in (">=", "<=") else f"{key}={text}")
+    return ", ".join(parts) or "none"
