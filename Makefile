@@ -2,7 +2,7 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
-QUESTION ?= Which papers study KV-cache eviction, and what do they find?
+QUESTION ?= Which NeurIPS 2025 papers study KV-cache eviction, and what do they find?
 
 .PHONY: setup demo check lint test eval-smoke bench judge survey-bar survey-study answer-model answer-study clean-store
 

@@ -81,3 +81,25 @@ def test_the_eval_sets_chat_pairs_score_the_pinned_decision(shipped, embedder, t
     assert [row["metrics"]["pinned_decision"] for row in rows] == [1.0] * len(test)
     assert all(bool(row["pinned"]) == item.pinned for row, item in zip(rows, test, strict=True))
     assert aggregate(rows)["pinned_decision"] == 1.0
+
+
+def test_a_reference_past_the_last_answers_papers_is_said():
+    """A new user asked "How does the second one work?" after a one-paper answer: it was searched
+    as a garbled query with no word that the last answer had one paper."""
+    from assistant.answer.conversation import Conversation
+    from assistant.answer.result import Answer, Citation
+
+    cited = [Citation(1, "p1", "Mamba-SSM", "a.txt#1", "State space models ...")]
+    conversation = Conversation()
+    conversation.add(
+        "Which papers study state space models?",
+        "Which papers study state space models?",
+        Answer(
+            "Which papers study state space models?", "SSMs do X [1].", False, cited, [], "x", "x"
+        ),
+    )
+    second = conversation.resolve("How does the second one work?")
+    assert not second.pinned
+    assert second.note == "the last answer cited 1 paper, so there is no paper 2 in it"
+    first = conversation.resolve("How does the first one work?")
+    assert first.pinned and first.note == ""

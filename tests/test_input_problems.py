@@ -312,3 +312,31 @@ def test_offline_metadata_questions_on_exported_papers(exports: Path, question: 
     code, out, err = run("ask", question, "--store", str(exports))
     assert code == 0, err
     assert expected in " ".join(out.split())
+
+
+# -- found by a new user's trial ---------------------------------------------------------------
+def test_a_malformed_bibtex_key_is_told_once_in_the_parsers_words(tmp_path: Path):
+    path = tmp_path / "mine.bib"
+    path.write_text(
+        "@article{good2021,\n  title = {A good paper},\n  author = {Ann Smith},\n"
+        "  abstract = {We study good things and find they hold across 12 datasets.}\n}\n\n"
+        '@article{m{\\"u}ller2021,\n  title = {Bad key},\n'
+        "  abstract = {An abstract that is long enough to be indexed by the tool.}\n}\n"
+    )
+    code, out, err = run("ingest", str(path), "--store", str(tmp_path / "store"))
+    assert code == 1 and "1 added" in out
+    one_line(err)
+    told = [line for line in err.splitlines() if "not valid BibTeX" in line]
+    assert len(told) == 1 and "line 7" in told[0] and "Expected comma after entry key" in told[0]
+    assert "Parsing of" not in err  # the parser's own log lines stay quiet
+
+
+def test_eval_on_a_store_without_its_gold_papers_says_so(tmp_path: Path):
+    seed = tmp_path / "papers.txt"
+    seed.write_text(GOOD)
+    store = str(tmp_path / "store")
+    assert run("ingest", str(seed), "--store", store)[0] == 0
+    code, out, err = run("eval", "--limit", "3", "--store", store, "--out", str(tmp_path / "run"))
+    assert code == 1
+    assert "gold papers is in the store" in err and "assistant ingest" in err
+    assert not (tmp_path / "run").exists()  # no run folder of zeros left behind

@@ -172,6 +172,7 @@ class Turn:
 class Resolution:
     query: str  # the standalone query to search for
     papers: list[Citation] = field(default_factory=list)  # papers the question refers to
+    note: str = ""  # said before the answer: a reference to a paper the last answer lacks
 
     @property
     def pinned(self) -> bool:
@@ -234,6 +235,20 @@ class Conversation:
                 found = [cited[0]]
         return list({c.paper_id: c for c in found}.values())
 
+    def beyond(self, question: str) -> str:
+        """A number or ordinal ("[3]", "the second one") past the papers the last answer cited,
+        said as a note: the question cannot be pinned to a paper that is not there."""
+        cited = self.last_citations
+        if not cited or is_long(question):
+            return ""
+        asked = [int(m.group(1) or m.group(2)) for m in _NUMBER_REF.finditer(question)]
+        asked += [_ORDINALS[m.group(1).lower()] for m in _ORDINAL_REF.finditer(question)]
+        past = [n for n in asked if n > len(cited)]
+        if not past:
+            return ""
+        count = f"{len(cited)} paper{'s' if len(cited) > 1 else ''}"
+        return f"the last answer cited {count}, so there is no paper {past[0]} in it"
+
     def resolve(
         self, question: str, condense: Callable[[str, str], str | None] | None = None
     ) -> Resolution:
@@ -256,7 +271,8 @@ class Conversation:
             query = " ".join(p.label for p in papers) + " " + rewritten
         else:
             query = rewritten
-        return Resolution(query=" ".join(query.split()), papers=papers)
+        note = "" if papers else self.beyond(question)
+        return Resolution(query=" ".join(query.split()), papers=papers, note=note)
 
     def _condense_plainly(self, question: str, papers: list[Citation]) -> str:
         stripped = _NUMBER_REF.sub(" ", _ORDINAL_REF.sub(" ", question))

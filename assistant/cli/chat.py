@@ -136,6 +136,8 @@ class ChatSession:
             resolution = self.conversation.resolve(question, provider.condense)
             waiting.stop()
             filters: dict[str, object] = dict(self.filters)
+            if resolution.note:
+                self.say(f"({resolution.note}; /new searches every paper)", "dim")
             if resolution.papers:  # a follow-up: said in one line, with how to ask afresh
                 filters["paper_id"] = [p.paper_id for p in resolution.papers]
                 self.say(pinned_line(resolution.papers), "dim")

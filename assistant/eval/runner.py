@@ -48,6 +48,7 @@ def run(
     items = [i for i in load_eval_set(path) if split in (None, i.split)][:limit]
     if not items:
         raise InputFileError(str(path), f"no questions in split {split!r} (its 'split' fields)")
+    _check_gold_papers(assistant, items, str(path), err)
     judge = make_judge(judge_name, assistant.settings, assistant.embedder)
     remote = assistant.provider.name != "extractive" or judge_name == "llm"
     started = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -206,3 +207,24 @@ def print_calibration(
     for label in ("supported", "not_supported"):
         table.add_row(label, str(c[label]["supported"]), str(c[label]["not_supported"]))
     console.print(table)
+
+
+def _check_gold_papers(assistant: Assistant, items: list[Any], path: str, err: Console) -> None:
+    """An eval whose gold papers are not in the store scores zeros that mean nothing: say so."""
+    gold = sorted({p for item in items for p in item.gold_papers})
+    if not gold:
+        return
+    found = assistant.store.papers(gold)
+    if not found:
+        raise InputFileError(
+            path,
+            f"none of its {len(gold)} gold papers is in the store {assistant.store_dir}; ingest "
+            "the papers the eval set was written for (the shipped corpus: `assistant ingest`) "
+            "or pass --set with questions about this store's papers",
+        )
+    if len(found) < len(gold):
+        err.print(
+            f"[bold yellow]warning:[/] {len(gold) - len(found)} of the eval set's {len(gold)} "
+            "gold papers are not in this store; questions about them will score low",
+            highlight=False,
+        )

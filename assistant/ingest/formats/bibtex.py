@@ -8,6 +8,7 @@ id.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -74,6 +75,9 @@ def rows(handle: TextIO, name: str, notes: list[str]) -> Iterator[Row]:
     import bibtexparser
     from bibtexparser.middlewares import MergeNameParts, SeparateCoAuthors, SplitNameParts
 
+    # The parser also logs each block it cannot read; we report those blocks ourselves, once.
+    logging.getLogger("bibtexparser").setLevel(logging.CRITICAL)
+
     library = bibtexparser.parse_string(
         handle.read(),
         append_middleware=[SeparateCoAuthors(), SplitNameParts(), MergeNameParts(style="first")],
@@ -98,4 +102,5 @@ def _reason(block: Any) -> str:
     error = getattr(block, "error", None)
     if error is None:
         return "unreadable"
-    return str(error).strip().split("\n")[-1].strip() or type(error).__name__
+    said = str(getattr(error, "abort_reason", "") or error).strip()
+    return " ".join(said.split("\n")[-1].split()) or type(error).__name__
