@@ -168,6 +168,14 @@ class Turn:
     pinned: list[Citation] = field(default_factory=list)  # earlier papers it was searched in
 
 
+def _pointed_at(question: str) -> tuple[list[int], list[int]]:
+    """The citation numbers ("[2]", "paper 2") and ordinals ("the second one"; -1 for "the last")
+    a question points at, in its order."""
+    numbers = [int(m.group(1) or m.group(2)) for m in _NUMBER_REF.finditer(question)]
+    ordinals = [_ORDINALS[m.group(1).lower()] for m in _ORDINAL_REF.finditer(question)]
+    return numbers, ordinals
+
+
 @dataclass
 class Resolution:
     query: str  # the standalone query to search for
@@ -218,13 +226,9 @@ class Conversation:
         if not cited or is_long(question):
             return []
         by_n = {c.n: c for c in cited}
-        found: list[Citation] = []
-        for match in _NUMBER_REF.finditer(question):
-            n = int(match.group(1) or match.group(2))
-            if n in by_n:
-                found.append(by_n[n])
-        for match in _ORDINAL_REF.finditer(question):
-            index = _ORDINALS[match.group(1).lower()]
+        numbers, ordinals = _pointed_at(question)
+        found: list[Citation] = [by_n[n] for n in numbers if n in by_n]
+        for index in ordinals:
             position = len(cited) - 1 if index == -1 else index - 1
             if 0 <= position < len(cited):
                 found.append(cited[position])
@@ -241,9 +245,8 @@ class Conversation:
         cited = self.last_citations
         if not cited or is_long(question):
             return ""
-        asked = [int(m.group(1) or m.group(2)) for m in _NUMBER_REF.finditer(question)]
-        asked += [_ORDINALS[m.group(1).lower()] for m in _ORDINAL_REF.finditer(question)]
-        past = [n for n in asked if n > len(cited)]
+        numbers, ordinals = _pointed_at(question)
+        past = [n for n in numbers + ordinals if n > len(cited)]
         if not past:
             return ""
         count = f"{len(cited)} paper{'s' if len(cited) > 1 else ''}"
