@@ -20,6 +20,7 @@ from assistant.cli.chat import ChatSession, run_chat
 from assistant.cli.main import main
 from assistant.cli.render import answer_footer, stream_answer
 from assistant.cli.terminal import Waiting, WordWrapper, make_console
+from assistant.eval.formats import NOT_MEASURED
 from assistant.eval.harness import aggregate
 from assistant.eval.report import metric_value, summary_rows
 from assistant.text.latex import LatexStream, latex_to_text
@@ -249,6 +250,21 @@ def test_eval_summary_reads_like_a_report():
     assert exact["tokens (prompt + completion)"] == "1,200 + 34"
     assert metric_value("latency_p95_ms", -12.4, signed=True) == "-12 ms"
     assert metric_value("faithfulness", 0.05, signed=True) == "+0.050"
+
+
+def test_eval_summary_names_unmeasured_metrics_once():
+    rows = [
+        {"latency_ms": 100.0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+        | {"metrics": {"faithfulness": 1.0}, "answerable": True, "refused": False}
+        | {"correct": True}
+    ]
+    shown = summary_rows(aggregate(rows))
+    assert all(value != "–" for _, value in shown)
+    labels = [label for label, _ in shown]
+    assert "faithfulness" in labels and "refusal_recall" not in labels
+    unmeasured = dict(shown)[NOT_MEASURED].split(", ")
+    assert "refusal_recall" in unmeasured and "faithfulness" not in unmeasured
+    assert labels[-1] == NOT_MEASURED
 
 
 def test_eval_cli_summary_is_not_wrapped(shipped_store: Path, tmp_path: Path):

@@ -79,9 +79,19 @@ def speed_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+NOT_MEASURED = "not measured in this run"
+
+
 def summary_rows(aggregate: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every figure of a run once, as (label, value), in the order of ``METRICS``."""
-    rows = [(metric_label(name), metric_value(name, aggregate.get(name))) for name in METRICS]
+    """Every figure the run measured once, as (label, value), in the order of ``METRICS``;
+    the metrics it could not measure (a run without unanswerable questions has no refusal
+    recall) are named together in one last row rather than shown one by one as blanks."""
+    measured = [name for name in METRICS if aggregate.get(name) is not None]
+    rows = [(metric_label(name), metric_value(name, aggregate[name])) for name in measured]
     if aggregate.get("no_answer"):  # counted apart: in no metric above
         rows.insert(0, ("replies with no answer (not in the metrics)", str(aggregate["no_answer"])))
-    return rows + speed_rows(aggregate)
+    rows += speed_rows(aggregate)
+    missing = [name for name in METRICS if aggregate.get(name) is None]
+    if missing:
+        rows.append((NOT_MEASURED, ", ".join(missing)))
+    return rows

@@ -15,7 +15,7 @@ from assistant.core import Assistant
 from assistant.errors import InputFileError
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import load_eval_set
-from assistant.eval.formats import metric_label, metric_value, summary_rows
+from assistant.eval.formats import NOT_MEASURED, metric_label, metric_value, summary_rows
 from assistant.eval.harness import aggregate, run_eval
 from assistant.eval.report import write_results
 from assistant.judge.calibration import JSON_FIELDS, calibrate, load_pairs
@@ -100,9 +100,14 @@ def run(
         )
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for name, value in summary_rows(totals):
-            table.add_row(name, value)
+        rows_shown = summary_rows(totals)
+        missing = [value for name, value in rows_shown if name == NOT_MEASURED]
+        for name, value in rows_shown:
+            if name != NOT_MEASURED:
+                table.add_row(name, value)
         console.print(table)
+        if missing:
+            console.print(f"{NOT_MEASURED}: {missing[0]}", style="dim", highlight=False)
         console.print(f"results: {results}  report: {run_dir / 'report.html'}")
     errors = [r["error"] for r in rows if r.get("error")]
     if errors:  # replies with no answer: in no metric, so say why
