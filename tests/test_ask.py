@@ -297,11 +297,12 @@ def test_extractive_answers_real_questions(shipped, question, label, phrase):
     assert phrase in answer.text
     assert answer.uncited_sentences == [] and answer.warnings == []
     assert answer.notice and "OPENAI_API_KEY" in answer.notice
-    # Faithful by construction: every quoted sentence is in the abstract it cites.
+    # Faithful by construction: every quoted sentence is in the abstract it cites (a quote
+    # that lost a dangling "Moreover, " starts with a capital the abstract does not have).
     by_n = {c.n: c.text for c in answer.citations}
     for line in answer.text.splitlines():
         for quote, n in _quotes(line):
-            assert quote in by_n[n]
+            assert quote in by_n[n] or quote[0].lower() + quote[1:] in by_n[n]
 
 
 def _quotes(line: str) -> list[tuple[str, int]]:

@@ -66,6 +66,7 @@ from assistant.answer.offline.question import (
     surface,
     topic_terms,
 )
+from assistant.answer.offline.quotes import quotes
 from assistant.answer.offline.survey_bar import SurveyBar, features, ranks, shipped_bar
 from assistant.answer.provider import Piece, Provider, StreamWarning
 from assistant.answer.result import CANNOT_ANSWER, Usage
@@ -142,13 +143,6 @@ def by_paper(candidates: list[Candidate]) -> dict[int, list[Candidate]]:
 
 def _named_sources(context: Context) -> set[int]:
     return {n for n, hit in enumerate(context.sources, start=1) if hit.named_in(context.question)}
-
-
-def _cite(sentence: str, n: int) -> str:
-    """'We find X.' -> 'We find X [n].'"""
-    body = sentence.rstrip()
-    end = body[-1] if body and body[-1] in ".!?" else "."
-    return f"{body.rstrip('.!?').rstrip()} [{n}]{end}"
 
 
 class ExtractiveProvider(Provider):
@@ -724,10 +718,4 @@ def _defining(candidates: list[Candidate], source: int, names: list[str]) -> int
 
 
 def _quotes(context: Context, picked: list[Candidate]) -> str:
-    """One line per paper, "- Label: sentence [n]. sentence [n].", in the order given."""
-    lines: list[str] = []
-    for source in dict.fromkeys(c.source for c in picked):
-        label = context.sources[source - 1].label
-        quoted = " ".join(_cite(c.text, source) for c in picked if c.source == source)
-        lines.append(f"- {label}: {quoted}")
-    return "\n".join(lines)
+    return quotes([hit.label for hit in context.sources], picked)
