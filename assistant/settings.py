@@ -189,7 +189,11 @@ class LLMSettings(_Section):
         "a token.",
     )
     timeout: float = Field(
-        60.0, gt=0, description="Deadline in seconds for one answer, retries included."
+        60.0,
+        gt=0,
+        description="Seconds the model server may take to start answering (retries included) "
+        "and then to send each next piece of the answer; a slow model that keeps writing is "
+        "never cut off.",
     )
     max_retries: int = Field(
         2,

@@ -40,6 +40,8 @@ class Reply:
     reasoning: str = ""  # thinking sent in its own field, before the content
     reasoning_field: str = "reasoning_content"  # or "reasoning"
     chunk_chars: int | None = None  # stream pieces of this many characters (instead of chunks)
+    pace: float = 0.0  # seconds between pieces: a model that writes slowly (a CPU, a big model)
+    stall_after: int | None = None  # the keep-alive stall comes after this many pieces instead
 
 
 class FakeOpenAI:
@@ -156,10 +158,15 @@ class FakeOpenAI:
                 ]
                 first = _chunk(model, {"role": "assistant", "content": ""}, None)
                 send(f"data: {json.dumps(first)}\n\n".encode())
-                until = time.monotonic() + reply.stall
-                while reply.keepalive and time.monotonic() < until:
-                    time.sleep(reply.keepalive)
-                    send(b": keep-alive\n\n")  # a comment: resets read timeouts, no content
+
+                def stall() -> None:
+                    until = time.monotonic() + reply.stall
+                    while reply.keepalive and time.monotonic() < until:
+                        time.sleep(reply.keepalive)
+                        send(b": keep-alive\n\n")  # a comment: resets read timeouts, no content
+
+                if reply.stall_after is None:
+                    stall()
                 if reply.cut_after is not None:
                     pieces = pieces[: reply.cut_after]
                 events = [_chunk(model, {reply.reasoning_field: t}, None) for t in thoughts]
@@ -182,7 +189,11 @@ class FakeOpenAI:
                             "usage": _usage(reply.usage),
                         }
                     )
-                for event in events:
+                for number, event in enumerate(events):
+                    if number == reply.stall_after:
+                        stall()
+                    if reply.pace and event["choices"]:
+                        time.sleep(reply.pace)
                     send(f"data: {json.dumps(event)}\n\n".encode())
                 send(b"data: [DONE]\n\n")
 

@@ -105,7 +105,8 @@ def test_an_uncited_unsupported_answer_is_shown_marked_not_refused(llm, server):
     assert answer.citations == []
     assert any("no abstract supports any of its sentences" in w for w in answer.warnings)
     server.enqueue("[1][2][3]")
-    assert llm.ask(KVFLOW_Q).refused  # markers alone claim nothing
+    with pytest.raises(NoAnswerError, match="citation markers and no answer"):
+        llm.ask(KVFLOW_Q)  # markers alone claim nothing: no answer, not "the abstracts do not"
 
 
 def test_out_of_corpus_question_never_reaches_the_model(llm, server):

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from assistant import CANNOT_ANSWER, Assistant, load_settings
 from assistant.cli.main import main
-from assistant.errors import ProviderError
+from assistant.errors import NoAnswerError, ProviderError
 from assistant.eval.report import write_results
 from assistant.text.normalise import printable
 from tests.conftest import write_seed
@@ -73,7 +73,32 @@ def test_trickling_server_ends_at_the_deadline(store, server, monkeypatch, inter
     assert len(error.splitlines()) == 1 and "Traceback" not in result.output
     assert error.startswith(f"error: the model server at {server.base_url} did not answer")
     assert "within 2 s" in error and "ASSISTANT_LLM__TIMEOUT" in error
+    assert "the wait for the answer to start" in error
     assert "retries included; 0 of 2 retries made" in error
+
+
+def test_a_slow_model_that_keeps_writing_is_not_cut_off(store, server, monkeypatch):
+    # A CPU-bound local model: each piece comes 0.6 s after the last, 3 s in all, well past
+    # the 2 s timeout; the timeout bounds each wait, so the whole answer arrives.
+    server.default = Reply(text=KVFLOW_CLAIM, chunks=5, pace=0.6)
+    monkeypatch.setenv("ASSISTANT_LLM__TIMEOUT", "2")
+    result = _ask(store, server)
+    waited = time.monotonic() - server.received[0]
+    assert result.exit_code == 0, result.output
+    assert waited > 2.5 and "KVFlow" in result.stdout and "did not answer" not in result.output
+
+
+def test_a_model_that_stalls_mid_answer_is_cut_off(store, server, monkeypatch):
+    # It writes two pieces, then sends only keep-alives: they are not progress, so the wait for
+    # the next piece ends at the timeout, with the error saying the answer stopped.
+    server.default = Reply(text=KVFLOW_CLAIM, chunks=4, keepalive=0.2, stall=30, stall_after=2)
+    monkeypatch.setenv("ASSISTANT_LLM__TIMEOUT", "2")
+    result = _ask(store, server)
+    waited = time.monotonic() - server.received[0]
+    assert result.exit_code == 1, result.output
+    assert 1.9 < waited < 2.8, waited
+    error = result.stderr.strip().splitlines()[-1]
+    assert "stopped answering: nothing more for 2 s" in error and "ASSISTANT_LLM__TIMEOUT" in error
 
 
 def test_the_deadline_covers_retries(store, server, embedder):
@@ -122,15 +147,19 @@ def test_a_stream_that_closes_before_any_text_is_retried(store, server, embedder
     assert not answer.refused and len(server.requests) == 2
 
 
-def test_markers_alone_are_not_a_cited_answer(store, server, embedder):
-    server.enqueue("[1][2][3][4][5]", "KVFlow.\n[1][2][3]")
+def test_markers_alone_are_no_answer_not_a_refusal(store, server, embedder):
+    # A small model may list "1. [1] 2. [2] …": nothing is claimed, and saying "the abstracts do
+    # not answer this" would blame the abstracts for the model's failure.
+    server.enqueue("[1][2][3][4][5]", "KVFlow.\n[1][2][3]", "1. [1]\n2. [2]\n3. [3]")
     with _assistant(store, server, embedder) as assistant:
-        for _ in range(2):
-            answer = assistant.ask(KVFLOW_Q)
-            assert answer.refused and answer.citations == []
-            assert answer.text.startswith(CANNOT_ANSWER)
-            assert any("marks no claim" in w for w in answer.warnings)
-            assert any("cited no source" in w for w in answer.warnings)
+        for _ in range(3):
+            with pytest.raises(NoAnswerError, match="citation markers and no answer"):
+                assistant.ask(KVFLOW_Q)
+    server.enqueue("1. [1]\n2. [2]")
+    result = _ask(store, server)
+    assert result.exit_code == 1 and CANNOT_ANSWER not in result.output
+    error = result.stderr.strip()
+    assert len(error.splitlines()) == 1 and "try another model with --model" in error
 
 
 def test_a_huge_reply_is_truncated_with_a_warning(store, server):

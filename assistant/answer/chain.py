@@ -23,7 +23,7 @@ from assistant.answer.provider import Provider, StreamWarning
 from assistant.answer.renumber import Renumberer, in_order_of_citation
 from assistant.answer.result import CANNOT_ANSWER, Answer, Usage
 from assistant.answer.sources import Context, build_context
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, NoAnswerError
 from assistant.retrieval.hybrid import Hit
 from assistant.settings import LLMSettings
 from assistant.text.language import ENGLISH_ONLY, is_english
@@ -202,6 +202,11 @@ class AnswerChain:
             # The model says, in our sentence or in its own words, that the sources do not answer.
             if not is_refusal(text):
                 answer.warnings.append("the model declined: " + " ".join(text.split())[:300])
+        elif self.provider.prompts_model and text.strip() and not makes_claims(text):
+            raise NoAnswerError(
+                f"{self.provider.model!r} replied with citation markers and no answer "
+                f"({' '.join(text.split())[:60]!r}); ask again, or try another model with --model"
+            )
         else:
             self._accept(answer, context, text)
         if context is not None:

@@ -5,12 +5,13 @@
 is an OpenAI model, or a model of the OpenAI-compatible server at OPENAI_BASE_URL (Ollama, vLLM,
 llama.cpp, LM Studio), so Ollama tags such as ``llama3.1:8b`` stay model names.
 
-A hostile or broken server is bounded. ASSISTANT_LLM__TIMEOUT is one deadline for the whole
-answer, retries included: over the OpenAI protocol it also interrupts a blocked read
-(``deadline.py``), other integrations are checked between chunks. A stream that ends without a
-``finish_reason`` is an error, not an empty answer, and so is a reply with no answer text (empty,
-or reasoning only). The text is capped at ``CHARS_PER_TOKEN`` x max_tokens characters, and
-control characters never reach the caller.
+A hostile or broken server is bounded. ASSISTANT_LLM__TIMEOUT bounds the wait for the answer
+to start, retries included, and then each wait for its next piece, so a slow model that keeps
+writing finishes and a stalled one does not hang: over the OpenAI protocol it also interrupts a
+blocked read (``deadline.py``), other integrations are checked between chunks. A stream that
+ends without a ``finish_reason`` is an error, not an empty answer, and so is a reply with no
+answer text (empty, or reasoning only). The text is capped at ``CHARS_PER_TOKEN`` x max_tokens
+characters, and control characters never reach the caller.
 
 Replies are read as model families write them (``reply.py``): reasoning, inline or in its own
 field (``openai_compat.py``), comes out as ``Reasoning`` pieces, never as answer text; fences and
@@ -147,14 +148,23 @@ class ChatModelProvider(Provider):
         return line or None
 
     def complete(self, prompt: str, **inputs: str) -> tuple[str, Usage | None]:
-        """One reply to ``prompts/<prompt>.md`` filled with ``inputs``, not streamed, under the
-        same deadline, retries, size cap and one-line errors as an answer; with its usage when
-        the server reports it. The LLM judge and follow-up condensing use this."""
+        """One reply to ``prompts/<prompt>.md`` filled with ``inputs``, returned whole, under
+        the same deadline, retries, size cap and one-line errors as an answer; with its usage
+        when the server reports it. It is read as a stream, so a slow model that keeps writing
+        is not cut off (see ``_bounded``). The LLM judge and follow-up condensing use this."""
         chain = ChatPromptTemplate.from_messages([("human", load_prompt(prompt))]) | self.llm
         inputs = {key: neutralise(value) for key, value in inputs.items()}
 
         def call(deadline: Deadline) -> Generator[Piece]:
-            message = chain.invoke(inputs)
+            message: Any = None
+            for chunk in chain.stream(inputs):
+                message = chunk if message is None else message + chunk
+                if chunk.content or chunk.additional_kwargs.get(REASONING_KEY):
+                    deadline.moved_on()
+                if deadline.expired():
+                    raise TimeoutError("the reply's deadline passed between chunks")
+            if message is None:
+                raise _NoAnswer(False, {})
             content, reasoning = content_parts(message.content)
             answer, inline = read_reply(printable(content))
             if not answer.strip():
@@ -245,14 +255,16 @@ class ChatModelProvider(Provider):
             try:
                 for piece in within(deadline, attempt(deadline)):
                     started = True
+                    if isinstance(piece, str | Reasoning):
+                        deadline.moved_on()  # progress: the next piece has its own time
                     yield piece
                 return
             except Exception as exc:
                 if deadline.expired():
-                    raise self._deadline_error(retries) from exc
+                    raise self._deadline_error(retries, started) from exc
                 wait = self._retry_wait(exc, retries) if not started else None
                 if wait is None or retries >= self.max_retries or wait >= deadline.remaining():
-                    raise self._error(exc, retries) from exc
+                    raise self._error(exc, retries, started) from exc
                 time.sleep(wait)
                 retries += 1
 
@@ -275,15 +287,21 @@ class ChatModelProvider(Provider):
         return min(0.5 * 2**retries, 8.0) * (1 - 0.25 * random.random())
 
     # -- errors -------------------------------------------------------------------------------
-    def _deadline_error(self, retries: int) -> ProviderError:
+    def _deadline_error(self, retries: int, started: bool = False) -> ProviderError:
+        if started:
+            return ProviderError(
+                f"{self._where()} stopped answering: nothing more for {self.timeout:g} s "
+                "(ASSISTANT_LLM__TIMEOUT bounds each wait for the next piece); raise "
+                "ASSISTANT_LLM__TIMEOUT or check the server"
+            )
         return ProviderError(
             f"{self._where()} did not answer within {self.timeout:g} s "
-            f"(ASSISTANT_LLM__TIMEOUT bounds the whole answer, retries included; "
+            f"(ASSISTANT_LLM__TIMEOUT bounds the wait for the answer to start, retries included; "
             f"{retries} of {self.max_retries} retries made); raise ASSISTANT_LLM__TIMEOUT "
             "or check the server"
         )
 
-    def _error(self, exc: Exception, retries: int) -> ProviderError:
+    def _error(self, exc: Exception, retries: int, started: bool = False) -> ProviderError:
         """A failure the retries did not fix, as one actionable line."""
         where = self._where()
         if isinstance(exc, _NoAnswer):
@@ -307,7 +325,7 @@ class ChatModelProvider(Provider):
                 f"{where} is rate limiting (429) after {retries} retries; wait and try again"
             )
         if isinstance(exc, openai.APITimeoutError):
-            return self._deadline_error(retries)
+            return self._deadline_error(retries, started)
         if isinstance(exc, openai.APIConnectionError):
             target = f"OPENAI_BASE_URL={self.base_url}" if self.base_url else "api.openai.com"
             return ProviderError(

@@ -1,11 +1,17 @@
-"""One deadline for a whole answer, retries included, that also interrupts a blocked read.
+"""A deadline for a model's answer, retries included, that also interrupts a blocked read.
 
-A per-read timeout alone does not bound a call: a server that sends an SSE keep-alive comment
-every few seconds resets it forever. ``within`` sets a monotonic deadline for the calls made
-while it steps a generator; ``deadline_http_client`` gives the openai SDK an httpx client whose
-event hooks cut every timeout of a request to the time left, check the deadline on every body
-chunk (keep-alive comments included) and shut the socket down when the deadline passes while a
-read is blocked. A request past its deadline fails as the SDK's own timeout error.
+The deadline is for *progress*: the server must start answering within ``seconds`` and send
+each next piece of the answer (text or reasoning) within ``seconds`` of the last one
+(``Deadline.moved_on``), so a slow local model that keeps writing is never cut off, while a
+stalled one is. A per-read timeout alone would not do: a server that sends an SSE keep-alive
+comment every few seconds resets it forever, and a comment is not progress. The length of an
+answer is bounded by its size cap, not by time.
+
+``within`` puts the deadline in force for the calls made while it steps a generator;
+``deadline_http_client`` gives the openai SDK an httpx client whose event hooks cut every
+timeout of a request to the time left, check the deadline on every body chunk (keep-alive
+comments included) and shut the socket down when the deadline passes while a read is blocked.
+A request past its deadline fails as the SDK's own timeout error.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_DEADLINE: ContextVar[float | None] = ContextVar("assistant_llm_deadline", default=None)
+_DEADLINE: ContextVar[Deadline | None] = ContextVar("assistant_llm_deadline", default=None)
 
 
 class Deadline:
@@ -36,13 +42,17 @@ class Deadline:
     def expired(self) -> bool:
         return self.remaining() <= 0
 
+    def moved_on(self) -> None:
+        """A piece of the answer arrived: the next one has ``seconds`` from now."""
+        self.at = time.monotonic() + self.seconds
+
 
 def within(deadline: Deadline, steps: Generator[T]) -> Iterator[T]:
     """``steps``, each run with ``deadline`` in force for the HTTP calls it makes through
     ``deadline_http_client`` (set only while a step runs, never across the caller's code)."""
     with closing(steps):
         while True:
-            token = _DEADLINE.set(deadline.at)
+            token = _DEADLINE.set(deadline)
             try:
                 item = next(steps)
             except StopIteration:
@@ -70,19 +80,20 @@ def deadline_http_client() -> Any:
     class DeadlineStream(httpx.SyncByteStream):
         """The response body; past the deadline it fails as a read timeout."""
 
-        def __init__(self, inner: Any, at: float, request: Any, sock: socket.socket | None):
-            self.inner, self.at, self.request = inner, at, request
-            self.timer = threading.Timer(max(0.0, at - time.monotonic()), _shutdown, [sock])
-            self.timer.daemon = True
+        def __init__(self, inner: Any, deadline: Deadline, request: Any, sock: Any) -> None:
+            self.inner, self.deadline, self.request = inner, deadline, request
+            self.closed = threading.Event()
             if sock is not None:
-                self.timer.start()
+                watch = threading.Thread(target=_watch, args=(deadline, self.closed, sock))
+                watch.daemon = True
+                watch.start()
 
         @property
         def elapsed(self) -> Any:
             return getattr(self.inner, "elapsed", None)
 
         def _check(self) -> None:
-            if time.monotonic() >= self.at:
+            if self.deadline.expired():
                 raise httpx.ReadTimeout("the answer's deadline passed", request=self.request)
 
         def __iter__(self) -> Iterator[bytes]:
@@ -96,14 +107,14 @@ def deadline_http_client() -> Any:
             self._check()  # a body that "ended" because we shut the socket down
 
         def close(self) -> None:
-            self.timer.cancel()
+            self.closed.set()
             self.inner.close()
 
     def on_request(request: Any) -> None:
-        at = _DEADLINE.get()
-        if at is None:
+        deadline = _DEADLINE.get()
+        if deadline is None:
             return
-        left = at - time.monotonic()
+        left = deadline.remaining()
         if left <= 0:
             raise httpx.ConnectTimeout("the answer's deadline passed", request=request)
         timeouts = dict(request.extensions.get("timeout") or {})
@@ -113,16 +124,25 @@ def deadline_http_client() -> Any:
         request.extensions["timeout"] = timeouts
 
     def on_response(response: Any) -> None:
-        at = _DEADLINE.get()
-        if at is None:
+        deadline = _DEADLINE.get()
+        if deadline is None:
             return
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
-        response.stream = DeadlineStream(response.stream, at, response.request, sock)
+        response.stream = DeadlineStream(response.stream, deadline, response.request, sock)
 
     return openai.DefaultHttpxClient(
         event_hooks={"request": [on_request], "response": [on_response]}
     )
+
+
+def _watch(deadline: Deadline, closed: threading.Event, sock: socket.socket) -> None:
+    """Until the response is closed, shut ``sock`` down once the deadline passes (which
+    progress keeps moving)."""
+    while not closed.wait(max(0.0, deadline.remaining())):
+        if deadline.expired():
+            _shutdown(sock)
+            return
 
 
 def _shutdown(sock: socket.socket | None) -> None:
