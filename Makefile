@@ -29,8 +29,9 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# --durations: the slowest tests, printed at the end, so what makes the suite slow is visible.
 test: setup
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --durations=15
 
 check: lint eval-smoke test   ## what CI runs: lint, types, a small offline eval, tests
 
