@@ -68,7 +68,8 @@ class Assistant:
         backend: Store | None = None,
     ):
         """``backend``: a store to use instead of the one in ``store`` (the folder), e.g. a
-        ``MemoryStore``; it is not closed by ``close``, and no writer lock guards it."""
+        ``LocalStore`` over ``ExactIndexes``; it is not closed by ``close``, and no writer lock
+        guards it."""
         self.settings = settings or load_settings()
         if store is not None:
             self.settings = self.settings.model_copy(
@@ -142,9 +143,11 @@ class Assistant:
             raise StoreDamagedError(
                 damaged_store_message(self.store_dir, self.settings, exc)
             ) from exc
+        from assistant.store.chroma.indexes import ChromaIndexes
+
         return LocalStore(
             catalog,
-            self._open_collection,
+            ChromaIndexes(self.store_dir / "chroma", self._open_collection),
             self.settings.store.collection,
             keeps_sentences=self.settings.retrieval.sentence_vectors,
         )
@@ -303,8 +306,8 @@ class Assistant:
                 return report
         finally:
             if not server:
-                # Later reads go through Chroma's core again, which opens a fresh copy of the
-                # index after another process's write; the client this write used would not.
+                # Later reads open their own handles, which are closed and opened again
+                # after another process's write (``LocalStore.collection``).
                 self._may_create = False
                 self._read_vectors_afresh()
 

@@ -1,6 +1,6 @@
 """Cold start is a property, not a timing: what a command imports. `--help` loads none of the
-heavy libraries, and an extractive `ask` loads neither LangChain, nor a tiktoken encoding, nor
-chromadb's client (benchmarks/startup.py measures the seconds)."""
+heavy libraries, and an extractive `ask` loads neither LangChain nor a tiktoken encoding
+(benchmarks/startup.py measures the seconds)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,6 @@ def test_extractive_ask_loads_no_langchain_and_no_tokenizer_encoding(
     answer = json.loads(text)
     assert report["code"] in (0, None) and answer["provider"] == "extractive"
     assert not answer["refused"] and answer["citations"][0]["paper_id"] == corpus_papers[0].paper_id
-    # The store is read through Chroma's core; its client (~0.9 s of imports) is not loaded.
-    assert "chromadb_rust_bindings" in report["modules"] and "chromadb" not in report["modules"]
+    # The store is read through chromadb's public client (its import is most of a cold `ask`).
+    assert "chromadb" in report["modules"]
     assert "langchain_core" not in report["modules"] and report["encodings"] == 0

@@ -1,6 +1,7 @@
 """One contract, three stores: the product's LocalStore (SQLite, Chroma, bm25s), the
-ServerStore (everything on a real `chroma run` server, a cache in the folder) and the in-memory
-reference answer the same questions the same way, through the same ingest and search code."""
+ServerStore (everything on a real `chroma run` server, a cache in the folder) and LocalStore
+over the exact in-memory vector index answer the same questions the same way, through the same
+ingest and search code."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 from assistant import Assistant, Paper, load_settings
 from assistant.embedding.embedders import HashingEmbedder
 from assistant.store import Filter
-from assistant.store.memory import MemoryStore
+from assistant.store.catalog import CATALOG_FILE, Catalog
+from assistant.store.exact import ExactIndexes
+from assistant.store.local import LocalStore
 
 
-@pytest.fixture(params=["local", "server", "memory"])
+@pytest.fixture(params=["local", "server", "exact"])
 def assistant(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Assistant]:
     store: dict[str, object] = {"path": tmp_path / "s"}
     if request.param == "server":  # a collection of its own on the session's server
@@ -26,9 +29,15 @@ def assistant(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Assist
             collection=f"contract-{uuid.uuid4().hex[:12]}",
         )
     settings = load_settings(store=store, embedding={"papers_per_write": 3})
-    backend = MemoryStore() if request.param == "memory" else None
+    backend = None
+    if request.param == "exact":
+        (tmp_path / "s").mkdir()
+        catalog = Catalog(tmp_path / "s" / CATALOG_FILE)
+        backend = LocalStore(catalog, ExactIndexes(), "abstracts", keeps_sentences=True)
     with Assistant(settings, embedder=HashingEmbedder(), backend=backend) as a:
         yield a
+    if backend is not None:
+        backend.close()
 
 
 def _papers(corpus_papers: list[Paper], n: int = 8) -> list[Paper]:

@@ -4,7 +4,8 @@ A store holds papers (the journal of what is written), their chunk and sentence 
 lexical index over their text. Ingest writes through ``write``/``remove``/``update_records``;
 search asks for ``nearest`` vectors and ``lexical`` matches under a ``Filter``; answers read
 ``papers`` and ``sentence_vectors``. Which engine holds what (SQLite, Chroma, bm25s) is the
-implementation's business: ``LocalStore`` is the product's, ``MemoryStore`` the reference.
+implementation's business: ``LocalStore`` (over Chroma, or over the exact in-memory vector
+index) and ``ServerStore``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from assistant.store.base import paper_of
 from assistant.store.catalog import CATALOG_FILE, Catalog
 
 if TYPE_CHECKING:
-    from assistant.store.chroma import ChromaVectors
+    from assistant.store.vector_index import VectorIndex
 
 # What a store folder holds besides the writer lock, which stays where it is.
 STORE_PARTS = (CATALOG_FILE, f"{CATALOG_FILE}-wal", f"{CATALOG_FILE}-shm", "chroma", "bm25")
@@ -35,9 +35,7 @@ class VectorGaps:
     orphan_sentences: list[str] = field(default_factory=list)
 
 
-def vector_gaps(
-    catalog: Catalog, chunks: ChromaVectors, sentences: ChromaVectors | None
-) -> VectorGaps:
+def vector_gaps(catalog: Catalog, chunks: VectorIndex, sentences: VectorIndex | None) -> VectorGaps:
     """Compare every ready paper's expected vector ids with those the collections hold."""
     expected = catalog.ready_chunk_ids()
     known = set(catalog.states())  # pending papers' vectors belong to a run, not to nobody
@@ -106,8 +104,8 @@ class Health:
 
 def examine(
     catalog: Catalog,
-    chunks: ChromaVectors,
-    sentences: ChromaVectors | None,
+    chunks: VectorIndex,
+    sentences: VectorIndex | None,
     lexical_ids: Iterable[str],
 ) -> Health:
     counts = catalog.counts()

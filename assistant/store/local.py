@@ -1,5 +1,6 @@
-"""The product's store: a SQLite catalog (the journal), Chroma collections for chunk and sentence
-vectors, and a lexical index kept from the catalog's records (``segments``), all in one folder.
+"""The product's store: a SQLite catalog (the journal), vector indexes for chunk and sentence
+vectors behind ``VectorIndexes`` (Chroma collections, or exact ones in memory), and a lexical
+index kept from the catalog's records (``segments``), all in one folder.
 (``ServerStore`` keeps the journal on a Chroma server and uses a ``LocalStore`` over a copy of
 it as its cache.)
 
@@ -11,20 +12,19 @@ it. The lexical index follows the catalog's change records, written in the same 
 
 The vector indexes are caches of the catalog, and the catalog journals every call that changes
 them: meta ``vectors_writing`` is set before it and cleared after. A command that finds it set
-while no writer runs has a child process read the indexes (``chroma.probe``); if that fails, or
-Chroma cannot open or read an index at all, the next writer moves the ``chroma`` folder aside
-(``chroma.damaged-TIME``, nothing deleted) and embeds every paper again from the catalog, with
-``vectors_rebuilding`` set until the run ends. Readers meanwhile are told, in one line.
+while no writer runs has the indexes probed (Chroma's in a child process); if that fails, or
+an index cannot be opened or read at all, the next writer moves the indexes aside (Chroma's
+folder to ``chroma.damaged-TIME``, nothing deleted) and embeds every paper again from the
+catalog, with ``vectors_rebuilding`` set until the run ends. Readers meanwhile are told, in one
+line.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -33,19 +33,15 @@ from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.ingest.corpus import Paper
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
-from assistant.store.chroma import ChromaVectors
-from assistant.store.chroma.probe import probe
-from assistant.store.chroma.vectors import damaged_message, forget_clients
 from assistant.store.diskspace import is_disk_full, said_when_full
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.locking import index_files, writer_lock, writer_running
 from assistant.store.segments import SegmentedLexical
+from assistant.store.vector_index import VectorIndex, VectorIndexes, damaged_message
 from assistant.text.terms import analyze
 
 T = TypeVar("T")
 
-# (collection name, through the client even if the caller only reads) -> opened collection
-OpenCollection = Callable[[str, bool], ChromaVectors]
 WRITING, REBUILDING = "vectors_writing", "vectors_rebuilding"  # catalog meta: the journal
 
 
@@ -53,53 +49,59 @@ class LocalStore(Store):
     def __init__(
         self,
         catalog: Catalog,
-        open_collection: OpenCollection,
+        indexes: VectorIndexes,
         collection: str,
         keeps_sentences: bool,
         journal: bool = True,
     ):
-        """``open_collection`` opens a Chroma collection by name; collections are opened when
-        first used, so reading the catalog alone never starts Chroma. ``journal``: the vectors
-        are in ``FOLDER/chroma`` and their writes are journalled (not for a server's cache)."""
+        """``indexes`` opens vector indexes by name when first used, so reading the catalog
+        alone never starts a vector engine. ``collection``: the chunk index's name (the
+        sentences' adds ``-sentences``). ``journal``: the vectors' writes are journalled and
+        damaged indexes rebuilt (not for a server's cache, whose indexes are the server's)."""
         self.catalog = catalog
         self.folder = catalog.path.parent
         self.keeps_sentences = keeps_sentences
-        self._open = open_collection
+        self.indexes = indexes
         self._names = {"chunks": collection, "sentences": f"{collection}-sentences"}
-        self._collections: dict[Kind, ChromaVectors] = {}
+        self._collections: dict[Kind, VectorIndex] = {}
         self._seen = -1  # the catalog's generation, read before the open handles were opened
         self.journal = journal
         self._writing = False  # inside ``writer``: this process holds the writer lock
         self._probed: tuple[int, str | None] | None = None  # (generation, what a probe said)
-        self.moved_aside: list[Path] = []  # unreadable index folders this process moved aside
+        self.moved_aside: list[str] = []  # where unreadable indexes this process moved went
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
 
     # -- parts, opened when first used --------------------------------------------------------
-    def collection(self, kind: Kind) -> ChromaVectors:
-        """A collection, opened when first used, and opened again once the catalog says the
-        store changed since (its generation moved). A read-only caller reads through Chroma's
-        core, and each such handle holds the vector index as it was when opened: Chroma loads
-        a process's copy at its first read only, while the metadata a filter reads is always
-        current, so a stale copy misses new papers and fails a filtered read ("Error finding
-        id"). A new handle is a new Chroma system, which reads the files and the write log
-        afresh. The generation is read before opening, so a write that lands during the open
-        makes the next call open again."""
+    def collection(self, kind: Kind) -> VectorIndex:
+        """An index, opened when first used, and opened again once the catalog says the store
+        changed since (its generation moved). A handle that only reads may hold the index as
+        it was when first read (Chroma loads a process's copy once), while the metadata a
+        filter reads is always current, so a stale copy misses new papers and fails a filtered
+        read ("Error finding id"); such handles are closed and opened anew. The generation is
+        read before opening, so a write that lands during the open makes the next call open
+        again."""
         with self._lock:
             generation = self.catalog.generation
             if generation != self._seen:
-                for stale in [k for k, opened in self._collections.items() if opened.via_core]:
-                    del self._collections[stale]  # a core handle is a snapshot
+                self._drop_snapshots()
             self._seen = generation
             if kind not in self._collections:
                 self._check_journal()
-                self._collections[kind] = self._open(self._name(kind), False)
+                self._collections[kind] = self.indexes.open(self._name(kind))
             return self._collections[kind]
 
+    def _drop_snapshots(self) -> None:
+        """Close every handle opened to read: Chroma shares one system among a process's
+        clients of a folder, and reads the files afresh only once all of them are closed."""
+        for stale in [k for k, opened in self._collections.items() if opened.read_only]:
+            self._collections.pop(stale).close()
+
     def forget_vectors(self) -> None:
-        """Drop every collection handle (a write has ended: reads open them anew, read-only)."""
+        """Close every index handle (a write has ended: reads open them anew, read-only)."""
         with self._lock:
-            self._collections.clear()
+            while self._collections:
+                self._collections.popitem()[1].close()
 
     # -- the journal of vector writes ---------------------------------------------------------
     @contextmanager
@@ -152,20 +154,20 @@ class LocalStore(Store):
             self._writing = False
 
     def probe(self) -> str | None:
-        """What a child process met reading the vector indexes (None: they read whole), once
-        per generation of the catalog."""
+        """What reading the vector indexes whole met (None: they read whole), once per
+        generation of the catalog."""
         generation = self.catalog.generation
         if self._probed is None or self._probed[0] != generation:
             names = [self._name(kind) for kind in self._kinds()]
-            self._probed = (generation, probe(self.folder / "chroma", names))
+            self._probed = (generation, self.indexes.probe(names))
         return self._probed[1]
 
     @property
-    def chunks(self) -> ChromaVectors:
+    def chunks(self) -> VectorIndex:
         return self.collection("chunks")
 
     @property
-    def sentences(self) -> ChromaVectors | None:
+    def sentences(self) -> VectorIndex | None:
         return self.collection("sentences") if self.keeps_sentences else None
 
     @property
@@ -297,7 +299,7 @@ class LocalStore(Store):
         self.catalog.remove(paper_ids)
 
     def repair(self) -> set[str]:
-        """Under the writer lock: an index that a probe or Chroma cannot read is moved aside
+        """Under the writer lock: an index that a probe or its engine cannot read is moved aside
         and rebuilt (every ready paper is then missing, for the caller to embed again)."""
         self._recover()
         try:
@@ -312,20 +314,20 @@ class LocalStore(Store):
         return gaps.missing
 
     def verify_vectors(self) -> None:
-        if self.journal and (self.folder / "chroma").is_dir():
+        if self.journal and self.indexes.present():
             fault = self.probe()
             if fault:
                 self._move_aside(fault)
 
     def _recover(self) -> None:
         """What a writer finds: a write mark (the last writer died inside a call that changed
-        an index) whose index a probe cannot read, or a ``chroma`` folder without its
-        database, means the index goes aside to be rebuilt."""
+        an index) whose index a probe cannot read, or indexes visibly torn (Chroma's folder
+        without its database), means the indexes go aside to be rebuilt."""
         if not self.journal:
             return
-        chroma = self.folder / "chroma"
-        if chroma.is_dir() and not (chroma / "chroma.sqlite3").is_file():
-            self._move_aside("its database chroma.sqlite3 is missing")
+        torn = self.indexes.torn()
+        if torn:
+            self._move_aside(torn)
         elif self.catalog.get_meta(WRITING):
             fault = self.probe()
             if fault:
@@ -334,30 +336,23 @@ class LocalStore(Store):
                 self.catalog.set_meta(WRITING, "")
 
     def _move_aside(self, reason: str) -> None:
-        """Move ``chroma`` to ``chroma.damaged-TIME`` (nothing deleted) and start the indexes
-        anew; readers are told a rebuild is under way until the run ends (``flush``)."""
+        """Move the indexes aside (Chroma's ``chroma`` to ``chroma.damaged-TIME``, nothing
+        deleted) and start them anew; readers are told a rebuild is under way until the run
+        ends (``flush``)."""
         if not self.journal:
             raise VectorIndexDamagedError(damaged_message(str(self.folder), reason))
         self.forget_vectors()
-        forget_clients()
         self.catalog.set_meta(REBUILDING, " ".join(reason.split())[:300])
-        source = self.folder / "chroma"
-        with index_files(self.folder, exclusive=True):  # not while a reader reads its files
-            if source.exists():
-                target = self.folder / f"chroma.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
-                n = 1
-                while target.exists():
-                    n += 1
-                    target = target.with_name(f"{target.name.split('~')[0]}~{n}")
-                os.replace(source, target)
-                self.moved_aside.append(target)
+        moved = self.indexes.move_aside()
+        if moved:
+            self.moved_aside.append(moved)
         # New collections under the configured names; readers open them again.
         reset = {f"collection:{kind}": None for kind in ("chunks", "sentences")}
         self.catalog.switch_meta({**reset, WRITING: ""})
         self._probed = None
 
     def set_aside(self) -> list[str]:
-        return [str(folder) for folder in self.moved_aside]
+        return list(self.moved_aside)
 
     def _kinds(self) -> list[Kind]:
         return ["chunks", "sentences"] if self.keeps_sentences else ["chunks"]
@@ -368,7 +363,7 @@ class LocalStore(Store):
         return self.catalog.get_meta(f"collection:{kind}") or self._names[kind]
 
     def warm(self) -> None:
-        self.chunks  # noqa: B018 -- opening a collection imports chromadb, the slow part
+        self.chunks  # noqa: B018 -- opening an index (importing chromadb) is the slow part
         if self.keeps_sentences:
             self.collection("sentences")
 
@@ -404,20 +399,20 @@ class LocalStore(Store):
             return []
         return self._read(kind, lambda vectors: vectors.query(vector, n, where))
 
-    def _read(self, kind: Kind, read: Callable[[ChromaVectors], T]) -> T:
-        """A read through a core handle that another process's write has overtaken (vectors
-        added after the handle was opened, which a filtered read meets as ids it lacks) is
-        made again, once, on a fresh handle opened under the index-files lock, which no write
-        can overtake. A damaged index fails the second read too."""
+    def _read(self, kind: Kind, read: Callable[[VectorIndex], T]) -> T:
+        """A read through a handle opened to read that another process's write has overtaken
+        (vectors added after it loaded the index, which a filtered read meets as ids it lacks)
+        is made again, once, on a fresh handle opened under the index-files lock, which no
+        write can overtake. A damaged index fails the second read too."""
         opened = self.collection(kind)
         try:
             return read(opened)
         except VectorIndexDamagedError:
-            if not opened.via_core:
+            if not opened.read_only:
                 raise
         with index_files(self.folder, exclusive=False):
             with self._lock:
-                self._collections.pop(kind, None)  # whichever handle: one opened now
+                self._drop_snapshots()
             return read(self.collection(kind))
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
@@ -451,7 +446,7 @@ class LocalStore(Store):
     def sizes(self) -> dict[str, int | None]:
         """None for an index Chroma cannot read (not 0: nothing says its vectors are gone).
         The indexes are probed in a child process first: a torn one can crash a reader."""
-        if self.journal and (self.folder / "chroma").is_dir() and self.probe():
+        if self.journal and self.indexes.present() and self.probe():
             return {"vectors": None, "sentence_vectors": None, "lexical": self._lexical_size()}
         return {
             "vectors": _count(lambda: self.chunks),
@@ -478,8 +473,8 @@ class LocalStore(Store):
 
 
 def write_vectors(
-    chunks: ChromaVectors,
-    sentences: ChromaVectors | None,
+    chunks: VectorIndex,
+    sentences: VectorIndex | None,
     batch: Sequence[PaperVectors],
     old_chunks: Mapping[str, int],
     chunk_texts: bool = False,
@@ -520,7 +515,7 @@ def write_vectors(
     )
 
 
-def _count(vectors: Callable[[], ChromaVectors | None]) -> int | None:
+def _count(vectors: Callable[[], VectorIndex | None]) -> int | None:
     try:
         opened = vectors()
         return opened.count() if opened is not None else 0

@@ -43,8 +43,9 @@ from assistant.ingest.corpus import Paper
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store
 from assistant.store.catalog import Catalog
 from assistant.store.chroma import ChromaVectors, Record
+from assistant.store.chroma.indexes import ChromaIndexes, OpenCollection
 from assistant.store.health import Health
-from assistant.store.local import LocalStore, OpenCollection, write_vectors
+from assistant.store.local import LocalStore, write_vectors
 
 # Records beside the papers, their metadata ``record`` one of chroma.BOOKKEEPING's kinds.
 STAMP, META, LEASE = "__stamp__", "__meta__", "__lease__"
@@ -135,7 +136,8 @@ class ServerStore(Store):
         self.keeps_sentences = keeps_sentences
         self.recheck = recheck
         self.settle = settle
-        self._view = LocalStore(cache, open_collection, collection, keeps_sentences, journal=False)
+        indexes = ChromaIndexes(None, open_collection)  # the server's: nothing here to probe
+        self._view = LocalStore(cache, indexes, collection, keeps_sentences, journal=False)
         self._open = open_collection
         self._papers_name = f"{collection}-papers"
         self._papers: ChromaVectors | None = None
@@ -192,7 +194,7 @@ class ServerStore(Store):
         papers = [_parse(r) for r in self.records.records(where={"record": "paper"})]
         n_chunks = {p.paper_id: e.n_chunks for p, e in papers}
         texts: dict[str, str] = {}
-        for chunk_id, text, _ in self._view.chunks.records(metadatas=False):
+        for chunk_id, text, _ in self._on_server("chunks").records(metadatas=False):
             pid, _, index = chunk_id.rpartition(":")
             if index.isdigit() and int(index) < n_chunks.get(pid, 0):
                 texts[chunk_id] = text or ""
@@ -248,9 +250,15 @@ class ServerStore(Store):
         """The collections record this writer's embedder (``ChromaVectors.claim``): one a
         reader created, stamped with another and still empty, is stamped anew."""
         self.records.claim()
-        self._view.chunks.claim()
-        if self._view.sentences is not None:
-            self._view.sentences.claim()
+        self._on_server("chunks").claim()
+        if self._view.keeps_sentences:
+            self._on_server("sentences").claim()
+
+    def _on_server(self, kind: Kind) -> ChromaVectors:
+        """The cache's handle on a collection of the server (its indexes are Chroma's)."""
+        opened = self._view.collection(kind)
+        assert isinstance(opened, ChromaVectors)
+        return opened
 
     def _take_lease(self, me: str) -> None:
         expires = time.time() + LEASE_SECONDS

@@ -1,21 +1,19 @@
-"""Vectors in Chroma, embedded (``PersistentClient``) or a server (``HttpClient``).
+"""Vectors in Chroma, embedded (``PersistentClient``) or a server (``HttpClient``), through
+chromadb's public client only.
 
-Only this module imports chromadb (when a collection is opened). Vectors are computed by our
+Only this package imports chromadb (when a collection is opened). Vectors are computed by our
 ``Embedder`` and passed in, so Chroma never loads (or downloads) an embedding model of its own.
 The collection records the embedder's name; opening it with another embedder is an
 ``EmbedderMismatchError``.
 
-A command that only reads an embedded store (``search``, ``ask``, ``chat``, ``info``) reads it
-through Chroma's Rust core, the same engine the client drives, without importing the client: that
-import alone takes ~0.9 s of a ~1.6 s ``ask`` (telemetry exporters, an HTTP stack, every
-embedding function). Writers, servers and any store the core cannot read as expected use the
-client. A core handle holds the index as it was when opened; ``LocalStore.collection`` opens a
-fresh one once the store has changed.
+Chroma shares one system per folder among a process's clients, and that system loads an index
+once: a handle opened only to read (``read_only``) is a snapshot of the index as it was when
+first read. ``close`` releases its client; once every client of the folder is closed, the next
+handle opens a new system that reads the files afresh (``LocalStore.collection``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,9 +33,9 @@ from assistant.errors import (
 from assistant.store.base import Filter, Match, paper_of
 from assistant.store.diskspace import is_disk_full
 from assistant.store.locking import index_files
+from assistant.store.vector_index import VectorIndex, damaged_message
 
 PAGE = 1000  # records read per request
-TENANT, DATABASE = "default_tenant", "default_database"  # where the client puts collections
 
 Record = tuple[str, str | None, dict[str, Any]]  # id, document, metadata
 # The ``record`` kinds of a server journal's records that hold no paper (ServerStore): a
@@ -72,7 +70,7 @@ class _Guarded:
                         "command again (what was written before is kept)"
                     ) from exc
                 if self._path is not None:  # an embedded index: whatever Chroma says of it
-                    raise VectorIndexDamagedError(_damaged_message(self._where, said)) from exc
+                    raise VectorIndexDamagedError(damaged_message(self._where, said)) from exc
                 hint = ""
                 if self._path is None:  # a server: the usual cause is that it went away
                     hint = (
@@ -102,18 +100,25 @@ def _files_held(path: Path | None, *, exclusive: bool) -> Iterator[None]:
 UPSERT_BATCH = 4096  # vectors per upsert call: under the smallest limit Chroma sets
 
 
-class ChromaVectors:
-    """Chunk vectors in one Chroma collection, keyed by chunk id, with paper metadata."""
+class ChromaVectors(VectorIndex):
+    """One Chroma collection as a ``VectorIndex``: vectors keyed by id, with paper metadata;
+    a server's also holds the records ``ServerStore`` keeps (``records``, ``claim``)."""
 
     def __init__(
-        self, collection: Any, embedder_name: str, dim: int = 0, *, via_core: bool = False
+        self,
+        collection: Any,
+        embedder_name: str,
+        dim: int = 0,
+        *,
+        client: Any = None,
+        read_only: bool = False,
     ):
         self._collection = collection
         self.embedder_name = embedder_name
         self.dim = dim
-        self.via_core = via_core  # read through Chroma's core: a snapshot of the files
+        self._client = client  # closed with this handle
+        self.read_only = read_only  # opened to read: a snapshot of the index (see the module)
         self._server: tuple[str, str | None, str] | None = None  # url, token, collection name
-        self._home: tuple[Path, str] | None = None  # an embedded store's folder, collection name
 
     @classmethod
     def open(
@@ -130,37 +135,35 @@ class ChromaVectors:
     ) -> ChromaVectors:
         """``token``: sent to the server as ``Authorization: Bearer TOKEN`` (Chroma's token
         auth), for servers behind token authentication. ``read_only``: the caller will only
-        read, so an embedded store is read through Chroma's core (see the module's docstring);
-        a write through such a collection fails. ``save_every``: vectors a new collection
-        takes before Chroma saves its index files."""
-        if read_only and not url:
-            if not (path / "chroma.sqlite3").is_file():  # a reader never makes an empty one
-                raise VectorIndexDamagedError(
-                    _damaged_message(str(path.parent), f"{path / 'chroma.sqlite3'} is missing")
-                )
-            reader = CoreReader.open(path, collection)
-            if reader is not None:
-                _check_embedder(reader.metadata, collection, embedder_name, url)
-                guarded = _Guarded(reader, str(path.parent), path)
-                vectors = cls(guarded, embedder_name, dim, via_core=True)
-                vectors._home = (path, collection)
-                return vectors
-        with _opening(path, url, token):
-            coll = _client(path, url, token).get_or_create_collection(
-                collection,
-                metadata={"embedder": embedder_name, "dim": dim},
-                embedding_function=None,
-                configuration={"hnsw": _hnsw(save_every)},
+        read, so an embedded store that has no database is an error, not a new one.
+        ``save_every``: vectors a new collection takes before Chroma saves its index files."""
+        if read_only and not url and not (path / "chroma.sqlite3").is_file():
+            raise VectorIndexDamagedError(
+                damaged_message(str(path.parent), f"{path / 'chroma.sqlite3'} is missing")
             )
-        if not url or _holds_vectors(coll):  # a server's empty one is claimed by its writer
-            _check_embedder(coll.metadata, collection, embedder_name, url)
+        with _opening(path, url, token):
+            client = _client(path, url, token)
+            try:
+                coll = client.get_or_create_collection(
+                    collection,
+                    metadata={"embedder": embedder_name, "dim": dim},
+                    embedding_function=None,
+                    configuration={"hnsw": _hnsw(save_every)},
+                )
+            except Exception:
+                client.close()  # a folder's system stops with its last client
+                raise
         where = f"the Chroma server at {url}" if url else str(path.parent)
         guarded = _Guarded(coll, where, None if url else path, token if url else None)
-        vectors = cls(guarded, embedder_name, dim)
+        vectors = cls(guarded, embedder_name, dim, client=client, read_only=read_only)
         if url:
             vectors._server = (url, token, collection)
-        else:
-            vectors._home = (path, collection)
+        if not url or _holds_vectors(coll):  # a server's empty one is claimed by its writer
+            try:
+                _check_embedder(coll.metadata, collection, embedder_name, url)
+            except EmbedderMismatchError:
+                vectors.close()
+                raise
         return vectors
 
     def claim(self) -> None:
@@ -172,8 +175,8 @@ class ChromaVectors:
         if self._server is None:
             return
         url, token, name = self._server
-        with _opening(Path(), url, token):
-            found = _client(Path(), url, token).get_collection(name)
+        with _opening(Path(), url, token), _client(Path(), url, token) as client:
+            found = client.get_collection(name)
         recorded = _embedder_of(found.metadata)
         if recorded in (None, self.embedder_name):
             return
@@ -190,28 +193,25 @@ class ChromaVectors:
         """The embedder a collection's vectors were made with (None if it has no such record
         or does not exist), read without opening it for an embedder and without creating it:
         a caller picks its embedder from this before ``open`` checks it."""
-        if not url:
-            reader = CoreReader.open(path, collection)
-            if reader is not None:
-                return _embedder_of(reader.metadata)
-            if not (path / "chroma.sqlite3").is_file():
-                return None
+        if not url and not (path / "chroma.sqlite3").is_file():
+            return None  # not made by a read
         from chromadb.errors import NotFoundError
 
-        with _opening(path, url, token):
+        with _opening(path, url, token), _client(path, url, token) as client:
             try:
-                found = _client(path, url, token).get_collection(collection)
+                found = client.get_collection(collection)
             except NotFoundError:
                 return None
             return _embedder_of(found.metadata)
 
-    @property
-    def name(self) -> str | None:
-        """The collection's name, for an embedded store's."""
-        return self._home[1] if self._home else None
-
     def count(self) -> int:
         return int(self._collection.count())
+
+    def close(self) -> None:
+        """Release this handle's client (Chroma stops a folder's system with its last one)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def upsert(
         self,
@@ -328,102 +328,6 @@ class ChromaVectors:
         return [Match(item_id=i, paper_id=paper_of(i), similarity=1.0 - float(d)) for i, d in pairs]
 
 
-class CoreReader:
-    """One collection of an embedded store, read through ``chromadb_rust_bindings`` (the core
-    that ``chromadb.PersistentClient`` drives) with the client's arguments and results for the
-    reads the query path makes: ``query``, ``get`` and ``count``. It has no write methods."""
-
-    def __init__(self, core: Any, collection_id: str, metadata: Mapping[str, Any] | None):
-        self._core = core
-        self._id = collection_id
-        self.metadata = dict(metadata or {})
-
-    @classmethod
-    def open(cls, path: Path, name: str) -> CoreReader | None:
-        """The collection, or None when the core cannot read it as this code expects (no store
-        yet, no such collection, a store that needs a migration, another chromadb version):
-        the caller then opens it through the client, which says what is wrong."""
-        sqlite = path / "chroma.sqlite3"
-        if not sqlite.is_file():
-            return None
-        try:
-            with _files_held(path, exclusive=False):  # its first read applies the write log
-                return cls._opened(path, sqlite, name)
-        except StoreBusyError:
-            raise
-        except Exception:  # any surprise: the client is the path that explains itself
-            return None
-
-    @classmethod
-    def _opened(cls, path: Path, sqlite: Path, name: str) -> CoreReader | None:
-        import chromadb_rust_bindings as core
-
-        config = core.SqliteDBConfig(
-            hash_type=core.MigrationHash.MD5,  # the client's default
-            migration_mode=core.MigrationMode.Validate,  # applies no migration
-            url=str(sqlite),
-        )
-        bindings = core.Bindings(
-            allow_reset=False,
-            sqlite_db_config=config,
-            persist_path=str(path),
-            hnsw_cache_size=_hnsw_cache_size(),
-        )
-        found = bindings.get_collection(name, TENANT, DATABASE)
-        reader = cls(bindings, str(found.id), found.metadata)
-        reader.count()
-        return reader
-
-    def count(self) -> int:
-        return int(self._core.count(self._id, TENANT, DATABASE))
-
-    def query(
-        self,
-        query_embeddings: Sequence[np.ndarray],
-        n_results: int,
-        where: dict[str, Any] | None = None,
-        include: Sequence[str] = ("distances",),
-    ) -> dict[str, Any]:
-        got = self._core.query(
-            self._id,
-            None,
-            [np.asarray(v, dtype=np.float32) for v in query_embeddings],
-            n_results,
-            json.dumps(where) if where else None,
-            None,
-            list(include),
-            TENANT,
-            DATABASE,
-        )
-        return {"ids": got.ids, "distances": got.distances}
-
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        where: dict[str, Any] | None = None,
-        include: Sequence[str] = (),
-        limit: int | None = None,
-        offset: int | None = None,
-    ) -> dict[str, Any]:
-        got = self._core.get(
-            self._id,
-            list(ids) if ids is not None else None,
-            json.dumps(where) if where else None,
-            limit,
-            offset or 0,
-            None,
-            list(include),
-            TENANT,
-            DATABASE,
-        )
-        return {
-            "ids": got.ids,
-            "embeddings": got.embeddings,
-            "documents": got.documents,
-            "metadatas": got.metadatas,
-        }
-
-
 def _hnsw(save_every: int) -> dict[str, Any]:
     """The index's configuration: cosine space, and how often Chroma saves it."""
     return {
@@ -455,7 +359,16 @@ def _client(path: Path, url: str | None, token: str | None) -> Any:
             settings=chroma_settings,
         )
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    except Exception:
+        # chromadb 1.5 caches a folder's system before starting it, so one that failed to
+        # start (a damaged database) would be handed to every later client of the folder in
+        # this process, the rebuild's included. Its public reset drops every cached system.
+        from chromadb.api.client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+        raise
 
 
 @contextmanager
@@ -471,7 +384,7 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
                 f"disk full opening the {where}: {said}. Free some space and run the command again"
             ) from exc
         if not url and not isinstance(exc, PermissionError) and os.access(path, os.W_OK):
-            raise VectorIndexDamagedError(_damaged_message(str(path.parent), said)) from exc
+            raise VectorIndexDamagedError(damaged_message(str(path.parent), said)) from exc
         if not url:
             hint = "is the folder writable?"
         elif _refused(exc):
@@ -486,39 +399,17 @@ def _opening(path: Path, url: str | None, token: str | None) -> Iterator[None]:
         raise StoreError(f"cannot open the {where}: {said} ({hint})") from cause
 
 
-def _damaged_message(store: str, said: str) -> str:
-    return damaged_message(store, said)
-
-
-def damaged_message(store: str, said: str) -> str:
-    """One line: which index, what Chroma said, and the command that rebuilds it."""
-    said = " ".join(said.split())
-    return (
-        f"a vector index in {store} cannot be read ({said[:300]}). The catalog is intact: "
-        f"`assistant ingest --repair --store {store}` rebuilds the index from it (its papers "
-        "are embedded again), as does the next `assistant ingest PATHS` into this store"
-    )
-
-
 def open_for_probe(path: Path, name: str) -> ChromaVectors:
     """An existing collection of an embedded store, through the client (never created)."""
     with _opening(path, None, None):
-        found = _client(path, None, None).get_collection(name)
+        client = _client(path, None, None)
+        try:
+            found = client.get_collection(name)
+        except Exception:
+            client.close()
+            raise
     guarded = _Guarded(found, str(path.parent), path)
-    vectors = ChromaVectors(guarded, _embedder_of(found.metadata) or "")
-    vectors._home = (path, name)
-    return vectors
-
-
-def forget_clients() -> None:
-    """Close every client this process holds (before an index folder is moved aside: Chroma
-    keeps one open system per path for the life of a process)."""
-    import sys
-
-    if "chromadb" in sys.modules:
-        from chromadb.api.client import Client
-
-        Client.clear_system_cache()
+    return ChromaVectors(guarded, _embedder_of(found.metadata) or "", client=client)
 
 
 def _holds_vectors(collection: Any) -> bool:
@@ -531,13 +422,6 @@ def _holds_vectors(collection: Any) -> bool:
 def _embedder_of(metadata: Mapping[str, Any] | None) -> str | None:
     recorded = (metadata or {}).get("embedder")
     return str(recorded) if recorded else None
-
-
-def _hnsw_cache_size() -> int:
-    """How many HNSW indexes the core may hold open: the client's rule (five files each)."""
-    import resource
-
-    return max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 5)
 
 
 def _check_embedder(

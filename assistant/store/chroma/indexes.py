@@ -1,0 +1,53 @@
+"""A store's Chroma collections behind ``VectorIndexes``: embedded in ``FOLDER/chroma``, or on
+a server (then the server keeps them, and there is nothing here to probe or move)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assistant.store.chroma.probe import probe
+from assistant.store.chroma.vectors import ChromaVectors
+from assistant.store.locking import index_files
+from assistant.store.vector_index import VectorIndexes
+
+# (collection name, through a writing client even if the caller only reads) -> its handle
+OpenCollection = Callable[[str, bool], ChromaVectors]
+
+
+class ChromaIndexes(VectorIndexes):
+    def __init__(self, home: Path | None, open_collection: OpenCollection):
+        """``home``: the embedded store's ``chroma`` folder (None for a server's)."""
+        self.home = home
+        self._open = open_collection
+
+    def open(self, name: str) -> ChromaVectors:
+        return self._open(name, False)
+
+    def present(self) -> bool:
+        return self.home is not None and self.home.is_dir()
+
+    def torn(self) -> str | None:
+        if self.present() and self.home and not (self.home / "chroma.sqlite3").is_file():
+            return "its database chroma.sqlite3 is missing"
+        return None
+
+    def probe(self, names: Sequence[str]) -> str | None:
+        return probe(self.home, list(names)) if self.home is not None else None
+
+    def move_aside(self) -> str | None:
+        """``chroma`` becomes ``chroma.damaged-TIME`` (``~N`` added when that exists)."""
+        if self.home is None:
+            return None
+        with index_files(self.home.parent, exclusive=True):  # not while a reader reads it
+            if not self.home.exists():
+                return None
+            target = self.home.with_name(f"chroma.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            n = 1
+            while target.exists():
+                n += 1
+                target = target.with_name(f"{target.name.split('~')[0]}~{n}")
+            os.replace(self.home, target)
+            return str(target)

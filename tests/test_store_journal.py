@@ -1,0 +1,105 @@
+"""The store's journal and repair, on the exact in-memory vector index (no Chroma): a damaged
+index is refused to readers in one line and rebuilt from the catalog by the next writer, and a
+writer that died inside a vector write leaves a mark that the next command settles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant import Paper, load_settings
+from assistant.embedding.embedders import HashingEmbedder
+from assistant.errors import VectorIndexDamagedError
+from assistant.ingest.chunking import Chunker
+from assistant.ingest.corpus import LoadResult
+from assistant.ingest.pipeline import Ingestor, IngestReport
+from assistant.store.base import Filter
+from assistant.store.catalog import CATALOG_FILE, Catalog
+from assistant.store.exact import ExactIndex, ExactIndexes
+from assistant.store.local import WRITING, LocalStore
+
+EMBEDDER = HashingEmbedder()
+
+
+def _store(folder: Path, indexes: ExactIndexes) -> LocalStore:
+    return LocalStore(Catalog(folder / CATALOG_FILE), indexes, "abstracts", keeps_sentences=True)
+
+
+def _ingest(store: LocalStore, papers: Iterable[Paper] = ()) -> IngestReport:
+    loaded = LoadResult()
+    for paper in papers:
+        loaded.add(paper)
+    cfg = load_settings().chunking
+    chunker = Chunker(cfg.size_for("hashing"), cfg.overlap_tokens)
+    with store.writer():
+        return Ingestor(store, EMBEDDER, chunker).run(loaded)
+
+
+def _nearest(store: LocalStore, paper: Paper) -> str:
+    vector = EMBEDDER.embed_query(paper.abstract[:200])
+    return store.nearest("chunks", vector, 1, Filter())[0].paper_id
+
+
+def test_a_damaged_index_is_refused_then_rebuilt_from_the_catalog(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    indexes = ExactIndexes()
+    store = _store(tmp_path, indexes)
+    _ingest(store, corpus_papers[:8])
+    assert _nearest(store, corpus_papers[5]) == corpus_papers[5].paper_id
+    indexes.damage("abstracts-sentences")
+    with pytest.raises(VectorIndexDamagedError, match="assistant ingest --repair"):
+        store.sentence_vectors([f"{corpus_papers[0].paper_id}:s0"])
+    report = _ingest(store)  # what `ingest --repair` runs: no input
+    assert report.repaired == 8 and store.set_aside() == ["memory (set 1 aside)"]
+    assert indexes.aside[0]["abstracts-sentences"].damage  # kept, not deleted
+    assert _nearest(store, corpus_papers[5]) == corpus_papers[5].paper_id
+    assert store.sentence_vectors([f"{corpus_papers[0].paper_id}:s0"])
+    assert store.health().problems() == []
+    assert store.get_meta("vectors_rebuilding") is None
+
+
+def test_a_writer_killed_inside_a_vector_write_leaves_a_mark_the_next_run_settles(
+    tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch
+):
+    indexes = ExactIndexes()
+    store = _store(tmp_path, indexes)
+    _ingest(store, corpus_papers[:4])
+    upsert = ExactIndex.upsert
+
+    def killed_halfway(self: ExactIndex, ids, vectors: np.ndarray, documents, metadatas) -> None:
+        half = len(ids) // 2
+        upsert(self, ids[:half], vectors[:half], None, metadatas[:half])
+        raise KeyboardInterrupt  # as close to a SIGKILL as a test in one process gets
+
+    monkeypatch.setattr(ExactIndex, "upsert", killed_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        _ingest(store, corpus_papers[4:10])
+    monkeypatch.setattr(ExactIndex, "upsert", upsert)
+    assert store.get_meta(WRITING)  # the mark of a writer that is gone
+    assert store.counts()["papers"] == 4  # the batch never became ready
+
+    reader = _store(tmp_path, indexes)  # another command: the probe reads the index whole
+    assert _nearest(reader, corpus_papers[1]) == corpus_papers[1].paper_id
+    assert not reader.get_meta(WRITING)
+    report = _ingest(reader, corpus_papers[4:10])
+    assert report.added == 6 and reader.health().problems() == []
+    assert _nearest(reader, corpus_papers[7]) == corpus_papers[7].paper_id
+
+
+def test_a_mark_over_a_damaged_index_sends_readers_to_repair(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    indexes = ExactIndexes()
+    store = _store(tmp_path, indexes)
+    _ingest(store, corpus_papers[:4])
+    store.set_meta(WRITING, "12345")  # a writer died here
+    indexes.damage("abstracts", "a torn page")
+    reader = _store(tmp_path, indexes)
+    with pytest.raises(VectorIndexDamagedError, match="a torn page.*ingest --repair"):
+        reader.nearest("chunks", EMBEDDER.embed_query("x"), 3, Filter())
+    report = _ingest(reader)
+    assert report.repaired == 4 and reader.health().problems() == []
