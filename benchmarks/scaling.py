@@ -3,8 +3,12 @@
 For each size, one process builds a fresh store (``Assistant.ingest_papers``: the journal,
 Chroma chunk and sentence collections, BM25) and another searches it with ~100 SciFact claims,
 as a user's process would. Printed: ingest seconds and abstracts/s (store side: embedding
-excluded), search p50/p95 warm and with a year filter, the first (cold) search, peak RSS of
+excluded), search p50/p95 warm, with a year filter (~10% of the papers) and with an author
+filter (0.1%), each query with another year or author; the first (cold) search, peak RSS of
 each process, disk; plus where ingest and query time go. A PNG plots how each grows.
+``--against CHECKOUT`` has that checkout's code search the same stores too, alternating with
+this code's (two runs each), and prints the two side by side; ``--keep`` then ``--reuse``
+searches stores already built.
 
 By default 1k and 10k are built with the default settings and 1k, 10k and 100k with chunk
 vectors only (``ASSISTANT_RETRIEVAL__SENTENCE_VECTORS=false``): 100k with sentence vectors is
@@ -20,6 +24,7 @@ embedded by MiniLM for real.
     python benchmarks/scaling.py                          # writes docs/scaling.png
     python benchmarks/scaling.py --sizes 1000,10000 --chunks-only-sizes '' --plot /tmp/s.png
     python benchmarks/scaling.py --saved                  # the last measurements, again
+    python benchmarks/scaling.py --keep --reuse --against ../main   # old code vs this code
 
 The plot needs matplotlib: pip install -e '.[bench]'.
 """
@@ -40,12 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from scifact_retrieval import DEFAULT_DATA, load_papers, load_qrels
-from synthetic_corpus import Pool, PoolEmbedder, build_pool, synthetic_papers
+from synthetic_corpus import RARE_AUTHORS, YEARS, Pool, PoolEmbedder, build_pool, synthetic_papers
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 POOL = CACHE / "scaling-pool.npz"
-FILTER_YEAR = 2020
+# Filtered searches: the i-th query asks for papers of one year (~10% of them) or by one rare
+# author (0.1%), a different one in turn, so that nothing a store keeps of one filter serves
+# the next query.
+FILTERS = {
+    "year": lambda i: {"year": YEARS[i % len(YEARS)]},
+    "author": lambda i: {"author": RARE_AUTHORS[i % len(RARE_AUTHORS)]},
+}
 
 
 # -- measuring inside a child process ---------------------------------------------------------
@@ -134,33 +145,37 @@ def search(store: Path, queries: list[str]) -> dict[str, Any]:
     clock(LocalStore, "papers", times, lambda *_: "catalog")
     clock(LocalStore, "chunk_texts", times, lambda *_: "catalog")
 
-    def timed(query: str, filters: dict[str, Any] | None = None) -> float:
+    found: dict[str, Any] = defaultdict(list)
+
+    def timed(query: str, name: str = "warm", filters: dict[str, Any] | None = None) -> float:
         start = time.perf_counter()
-        assistant.search(query, k=10, filters=filters)
-        return (time.perf_counter() - start) * 1000
+        hits = assistant.search(query, k=10, filters=filters)
+        seconds = time.perf_counter() - start
+        found[f"{name}_top"].append([h.paper_id for h in hits])
+        return seconds * 1000
 
     with Assistant(load_settings(store={"path": store})) as assistant:
-        cold = timed(queries[0])
+        found["cold"] = timed(queries[0], "cold")
         times.clear()
-        warm = [timed(q) for q in queries]
-        parts = {k: v * 1000 / len(queries) for k, v in times.items()}
-        times.clear()
-        filtered = [timed(q, {"year": FILTER_YEAR}) for q in queries]
-        filtered_parts = {k: v * 1000 / len(queries) for k, v in times.items()}
-    return {
-        "cold": cold,
-        "warm": warm,
-        "filtered": filtered,
-        "parts": parts,
-        "filtered_parts": filtered_parts,
-    }
+        found["warm"] = [timed(q) for q in queries]
+        found["parts"] = {k: v * 1000 / len(queries) for k, v in times.items()}
+        for name, filters in FILTERS.items():
+            times.clear()
+            found[name] = [timed(q, name, filters(i)) for i, q in enumerate(queries)]
+            found[f"{name}_parts"] = {k: v * 1000 / len(queries) for k, v in times.items()}
+    return found
 
 
 # -- the parent: one child per step, its own peak RSS -----------------------------------------
-def run_child(args: list[str], sentences: bool) -> tuple[dict[str, Any], float]:
-    """The child's JSON result and its peak RSS in MB (``wait4``: that child alone)."""
+def run_child(
+    args: list[str], sentences: bool, code: Path | None = None
+) -> tuple[dict[str, Any], float]:
+    """The child's JSON result and its peak RSS in MB (``wait4``: that child alone). ``code``:
+    a checkout whose ``assistant`` package the child imports instead of this one's."""
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", *args]
     env = {**os.environ, "ASSISTANT_RETRIEVAL__SENTENCE_VECTORS": str(sentences).lower()}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     out = proc.stdout.read()
@@ -184,33 +199,67 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
 
 
-def measure(n: int, sentences: bool, store: Path, query_file: Path) -> dict[str, Any]:
+def measure(
+    n: int, sentences: bool, store: Path, query_file: Path, against: Path | None, reuse: bool
+) -> dict[str, Any]:
     """One size, in one setting: the product's default (chunk and sentence vectors) or
-    ``ASSISTANT_RETRIEVAL__SENTENCE_VECTORS=false`` (chunk vectors only)."""
-    if store.exists():
-        shutil.rmtree(store)
-    print(f"{label(n, sentences)}: building {store}", file=sys.stderr, flush=True)
-    built, build_rss = run_child(["build", str(n), str(store)], sentences)
+    ``ASSISTANT_RETRIEVAL__SENTENCE_VECTORS=false`` (chunk vectors only). ``against``: another
+    checkout's code searches the same store too, alternating with this one's. ``reuse``: a
+    store this script built and kept (``--keep``) is searched again, not built anew."""
+    built_file = store.with_name(f"build-{store.name.removeprefix('store-')}.json")
+    if reuse and store.exists() and built_file.exists():
+        built, build_rss = json.loads(built_file.read_text())
+    else:
+        if store.exists():
+            shutil.rmtree(store)
+        print(f"{label(n, sentences)}: building {store}", file=sys.stderr, flush=True)
+        built, build_rss = run_child(["build", str(n), str(store)], sentences)
+        built_file.write_text(json.dumps([built, build_rss]))
     print(f"{label(n, sentences)}: searching", file=sys.stderr, flush=True)
-    found, search_rss = run_child(["search", "0", str(store), str(query_file)], sentences)
+    codes: list[tuple[str, Path | None]] = [("", None)]
+    if against is not None:
+        codes = [("", None), ("old_", against), ("old_", against), ("", None)]
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for prefix, code in codes:
+        found, search_rss = run_child(["search", "0", str(store), str(query_file)], sentences, code)
+        runs[prefix].append({**found, "rss": search_rss})
     store_seconds = built["wall"] - built["embedding"]
-    return {
+    row = {
         "n": n,
         "sentence_vectors": sentences,
         **built,
         "store_seconds": store_seconds,
         "rate": n / store_seconds,
         "ingest_rss": build_rss,
-        "search_rss": search_rss,
-        "p50": percentile(found["warm"], 0.5),
-        "p95": percentile(found["warm"], 0.95),
-        "filtered_p50": percentile(found["filtered"], 0.5),
-        "filtered_p95": percentile(found["filtered"], 0.95),
-        "cold": found["cold"],
-        "query_parts": found["parts"],
-        "filtered_query_parts": found["filtered_parts"],
         "disk": disk_mb(store),
     }
+    for prefix, found in runs.items():
+        row.update(searched(found, prefix))
+    if against is not None:  # the same top 10, in the same order, from both codes' first runs
+        for name in ("warm", *FILTERS):
+            pairs = zip(runs[""][0][f"{name}_top"], runs["old_"][0][f"{name}_top"], strict=True)
+            row[f"{name}_same_top"] = sum(a == b for a, b in pairs) / len(queries_of(query_file))
+    return row
+
+
+def queries_of(query_file: Path) -> list[str]:
+    return list(json.loads(query_file.read_text()))
+
+
+def searched(runs: list[dict[str, Any]], prefix: str) -> dict[str, Any]:
+    """Percentiles over every run of one code's searches (their latencies pooled)."""
+    row: dict[str, Any] = {
+        f"{prefix}search_rss": max(r["rss"] for r in runs),
+        f"{prefix}cold": min(r["cold"] for r in runs),
+        f"{prefix}query_parts": runs[0]["parts"],
+    }
+    for key, name in [("warm", ""), *((f, f"{f}_") for f in FILTERS)]:
+        values = [v for r in runs for v in r[key]]
+        row[f"{prefix}{name}p50"] = percentile(values, 0.5)
+        row[f"{prefix}{name}p95"] = percentile(values, 0.95)
+    for f in FILTERS:
+        row[f"{prefix}{f}_query_parts"] = runs[0][f"{f}_parts"]
+    return row
 
 
 def label(n: int, sentences: bool) -> str:
@@ -220,19 +269,47 @@ def label(n: int, sentences: bool) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| abstracts | vectors (chunks + sentences) | ingest s | abstracts/s | search p50 / p95"
-        " | with year filter p50 / p95 | first search | peak RSS ingest | peak RSS search"
-        " | disk |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        " | year filter p50 / p95 | author filter p50 / p95 | first search | peak RSS ingest"
+        " | peak RSS search | disk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {label(r['n'], r['sentence_vectors'])} | {r['chunks']:,} + {r['sentences']:,}"
             f" | {r['store_seconds']:.0f}"
             f" | {r['rate']:.0f} | {r['p50']:.0f} / {r['p95']:.0f} ms"
-            f" | {r['filtered_p50']:.0f} / {r['filtered_p95']:.0f} ms | {r['cold'] / 1000:.1f} s"
+            f" | {r['year_p50']:.0f} / {r['year_p95']:.0f} ms"
+            f" | {r['author_p50']:.0f} / {r['author_p95']:.0f} ms | {r['cold'] / 1000:.1f} s"
             f" | {r['ingest_rss']:,.0f} MB | {r['search_rss']:,.0f} MB"
             f" | {sum(r['disk'].values()):,.0f} MB |"
         )
+    return "\n".join(lines)
+
+
+FIRST = "warm_"  # the unfiltered searches' key
+
+
+def against_table(rows: list[dict[str, Any]], against: str) -> str:
+    """This code's searches beside another checkout's, on the same stores in the same run."""
+    lines = [
+        f"| abstracts | search | {against}: p50 / p95 | this code: p50 / p95 | p95 ratio"
+        " | same top 10 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "old_p50" not in r:
+            continue
+        for name in ("", *(f"{f}_" for f in FILTERS)):
+            what = f"{name[:-1]} filter" if name else "no filter"
+            old, new = (
+                (r[f"old_{name}p50"], r[f"old_{name}p95"]),
+                (r[f"{name}p50"], r[f"{name}p95"]),
+            )
+            lines.append(
+                f"| {label(r['n'], r['sentence_vectors'])} | {what}"
+                f" | {old[0]:.0f} / {old[1]:.0f} ms | {new[0]:.0f} / {new[1]:.0f} ms"
+                f" | {old[1] / new[1]:.1f}× | {r.get(f'{name or FIRST}same_top', 0):.0%} |"
+            )
     return "\n".join(lines)
 
 
@@ -248,7 +325,8 @@ def breakdown(rows: list[dict[str, Any]]) -> str:
     lines.append(f"| ingest: the rest (planning, journal reads, Python) | {cells} |")
     cells = " | ".join(f"({r['embedding']:.1f} s)" for r in rows)
     lines.append(f"| ingest: vector look-up, excluded above | {cells} |")
-    for parts, name in (("query_parts", "query"), ("filtered_query_parts", "year query")):
+    queries = [("query_parts", "query"), *((f"{f}_query_parts", f"{f} query") for f in FILTERS)]
+    for parts, name in queries:
         for key in sorted({k for r in rows for k in r.get(parts, {})}):
             cells = " | ".join(
                 f"{r[parts][key]:.1f} ms" if key in r.get(parts, {}) else "-" for r in rows
@@ -275,7 +353,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         "search (ms)": [
             ("p50", "p50"),
             ("p95", "p95"),
-            ("filtered_p50", f"p50 year={FILTER_YEAR}"),
+            ("year_p50", "p50, a year"),
+            ("author_p50", "p50, an author"),
         ],
         "peak RSS (MB)": [("ingest_rss", "ingest"), ("search_rss", "search")],
         "disk (MB)": [("disk_total", "")],
@@ -284,7 +363,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     sizes = sorted({r["n"] for r in rows})
     any_default = any(r["sentence_vectors"] for r in rows)  # dashed lines go unlabelled
     for ax, (title, series) in zip(axes, panels.items(), strict=True):
-        for (key, name), colour in zip(series, ["C0", "C1", "C2"], strict=False):
+        for (key, name), colour in zip(series, ["C0", "C1", "C2", "C3"], strict=False):
             for sentences, style in ((True, "-"), (False, "--")):
                 picked = [r for r in rows if r["sentence_vectors"] == sentences]
                 values = [
@@ -352,6 +431,14 @@ def main() -> int:
     parser.add_argument(
         "--saved", action="store_true", help="report the last measurements of these sizes again"
     )
+    parser.add_argument(
+        "--reuse", action="store_true", help="search the stores --keep kept instead of building"
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of older code: it searches the same stores too, alternating with this",
+    )
     args = parser.parse_args()
     if not (args.data / "corpus.jsonl").exists():
         print(f"SciFact not found at {args.data}; pass --data", file=sys.stderr)
@@ -383,7 +470,7 @@ def main() -> int:
             rows.append(json.loads(saved.read_text()))
             continue
         store = args.work / f"store-{name}"
-        rows.append(measure(n, sentences, store, query_file))
+        rows.append(measure(n, sentences, store, query_file, args.against, args.reuse))
         saved.write_text(json.dumps(rows[-1], indent=1))
         if not args.keep:
             shutil.rmtree(store)
@@ -395,6 +482,9 @@ def main() -> int:
     )
     print(table(rows))
     print()
+    if any("old_p50" in r for r in rows):
+        print(against_table(rows, str(args.against or "the other code")))
+        print()
     print(breakdown(rows))
     texts_per_abstract = stats["texts"] / stats["abstracts"]  # the title and each sentence
     per_abstract = (

@@ -12,7 +12,8 @@ copied into the project). Papers are then made by recombining sentences:
   original), so a sentence used in many papers is not many identical points;
 - chunk vectors: the normalised mean of the real vectors of the sentences in the chunk (the
   cache records how close that mean is to MiniLM's own vector of the chunk);
-- year, venue and authors made up, so that filters select a share of the store.
+- year, venue and authors made up, so that filters select a share of the store (a year ~10%,
+  each of ``RARE_AUTHORS`` 0.1%).
 
 ``PoolEmbedder`` hands these vectors to the product's ingest, which then writes the journal,
 Chroma collections and BM25 as it always does. Any text not made from the pool (a query, or a
@@ -38,6 +39,11 @@ from assistant.text.normalise import split_sentences
 VENUES = [f"Venue {chr(ord('A') + i)}" for i in range(20)]  # one venue holds ~5% of papers
 YEARS = list(range(2015, 2025))  # one year holds ~10%
 SURNAMES = ["Ito", "Okafor", "Novak", "Silva", "Chen", "Haddad", "Larsen", "Mehta", "Kowalski"]
+# Every 100th paper also has one of these authors, in turn: each is on 0.1% of the papers.
+RARE_AUTHORS = [
+    "R. Quispe", "T. Mwangi", "S. Aydin", "L. Nakamura", "P. Oyelaran",
+    "M. Vargas", "E. Lindqvist", "K. Banerjee", "J. Dubois", "N. Petrova",
+]  # fmt: skip
 NOISE = 0.2  # norm of the noise added to a unit sentence vector: cosine ~0.98 to the original
 
 
@@ -162,6 +168,8 @@ def synthetic_papers(pool: Pool, n: int, seed: int = 0) -> Iterator[Paper]:
         picked += [borrowed[j] for j in sorted(rng.choice(len(borrowed), extra, replace=False))]
         initials = rng.integers(0, 26 * len(SURNAMES), 3)
         authors = [f"{chr(65 + int(k) % 26)}. {SURNAMES[int(k) // 26]}" for k in initials]
+        if i % 100 == 0:  # drawn from no random stream: the other fields stay as they were
+            authors.append(RARE_AUTHORS[i // 100 % len(RARE_AUTHORS)])
         yield make_paper(
             {
                 "id": f"syn{i:07d}",

@@ -109,6 +109,12 @@ def test_a_filtered_read_meeting_vectors_newer_than_its_handle_is_made_again(
         )
         with pytest.raises(VectorIndexDamagedError, match="Error finding id"):
             stale.query(vector, 3, Filter(year=2023))
+        # A filtered search reads the catalog's ready papers (``assistant.store.filtered``): the
+        # vectors of papers not yet ready are not returned; once ready, they are found.
+        during = reader.store.nearest("chunks", vector, 3, Filter(year=2023))
+        assert papers[7].paper_id not in [m.paper_id for m in during]
+        with Assistant(settings, embedder=HashingEmbedder()) as writer:
+            writer.ingest_papers(papers)
         after = reader.store.nearest("chunks", vector, 3, Filter(year=2023))
         assert after[0].paper_id == papers[7].paper_id
         assert reader.store.chunks is not stale

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import bm25s
@@ -132,20 +132,18 @@ class LexicalIndex:
         self,
         terms: list[str],
         n: int,
-        allowed: set[str] | None = None,
+        allowed: Collection[str] | None = None,
         hidden: set[str] | frozenset[str] = frozenset(),
     ) -> list[tuple[str, float]]:
         """Best papers for the analysed query terms, (paper_id, score), score > 0 only; only
         ``allowed`` papers (all when None), never ``hidden`` ones."""
         if self._retriever is None or not self._ids or not terms:
             return []
+        if allowed is not None:
+            return self._search_among(terms, n, allowed, hidden)
         mask = None
-        if allowed is not None or hidden:
-            mask = np.zeros(len(self._ids), dtype=np.float32)
-            if allowed is None:
-                mask[:] = 1.0
-            else:
-                mask[[self._position[p] for p in allowed if p in self._position]] = 1.0
+        if hidden:
+            mask = np.ones(len(self._ids), dtype=np.float32)
             mask[[self._position[p] for p in hidden if p in self._position]] = 0.0
         k = min(n, len(self._ids))
         docs, scores = self._retriever.retrieve(
@@ -154,3 +152,31 @@ class LexicalIndex:
         return [
             (self._ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
         ]
+
+    def _search_among(
+        self, terms: list[str], n: int, allowed: Collection[str], hidden: Collection[str]
+    ) -> list[tuple[str, float]]:
+        """``search`` under a filter: every paper's score from the query terms' posting lists
+        (bm25s's own scoring, as ``retrieve`` computes it), read at the allowed papers' rows
+        only, so the cost follows the posting lists and the allowed papers, never a mask of
+        the whole index built per query. Ties at the n-th score are broken by paper id."""
+        assert self._retriever is not None  # ``search`` returned early otherwise
+        position = self._position
+        kept = [p for p in allowed if p in position]
+        if hidden:
+            kept = [p for p in kept if p not in hidden]
+        rows = np.array([position[p] for p in kept], dtype=np.int64)
+        if not len(rows) or not self._retriever.get_tokens_ids(terms):
+            return []
+        scores = self._retriever.get_scores(terms)[rows]
+        keep = scores > 0
+        rows, scores = rows[keep], scores[keep]
+        if len(rows) > n:  # the n best, and any tied with the n-th
+            nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= nth
+            rows, scores = rows[keep], scores[keep]
+        found = sorted(
+            ((self._ids[int(r)], float(s)) for r, s in zip(rows, scores, strict=True)),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return found[:n]

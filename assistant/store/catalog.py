@@ -470,6 +470,15 @@ class Catalog:
         for row in rows:
             yield row["paper_id"], row["terms"], _row_to_paper(row)
 
+    def filter_rows(self) -> list[tuple[str, str, int | None, str | None, str, int]]:
+        """(paper_id, authors JSON, year, venue, source_file, n_chunks) of every ready paper:
+        what filters read, without the texts (``assistant.store.filtered`` keeps them)."""
+        rows = self._db.execute(
+            "SELECT paper_id, authors, year, venue, source_file, n_chunks FROM papers "
+            "WHERE state = 'ready'"
+        )
+        return [tuple(r) for r in rows]
+
     def ids_matching(self, filters: Mapping[str, str | int | tuple[str, ...]]) -> set[str]:
         """Ready paper ids whose metadata equals every filter; a tuple value means any of.
         ``author``, ``title`` and ``doi`` match as ``assistant.store.filters`` says (functions

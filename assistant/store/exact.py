@@ -65,9 +65,18 @@ class ExactIndex(VectorIndex):
         self._readable()
         return {i: self.vectors[i].copy() for i in ids if i in self.vectors}
 
-    def query(self, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+    def query(
+        self, vector: np.ndarray, n: int, where: Filter, ids: Sequence[str] | None = None
+    ) -> list[Match]:
         self._readable()
-        ids = [i for i in self.vectors if _accepts(where, self.metadatas[i])]
+        if ids is not None:
+            missing = [i for i in ids if i not in self.vectors]
+            if missing:
+                said = f"Error finding id {missing[0]}"
+                raise VectorIndexDamagedError(damaged_message(f"memory:{self.name}", said))
+            ids = list(dict.fromkeys(ids))
+        else:
+            ids = [i for i in self.vectors if _accepts(where, self.metadatas[i])]
         if not ids or n <= 0:
             return []
         matrix = np.stack([self.vectors[i] for i in ids])

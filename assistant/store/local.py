@@ -23,17 +23,28 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
 
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
+from assistant.ingest.chunking import sentences_of
 from assistant.ingest.corpus import Paper
 from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
 from assistant.store.catalog import Catalog
 from assistant.store.diskspace import is_disk_full, said_when_full
+from assistant.store.filtered import (
+    Allowed,
+    AllowedCache,
+    Facets,
+    allowed_from,
+    exact,
+    exact_nearest,
+    sentences_named,
+)
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.locking import index_files, writer_lock, writer_running
 from assistant.store.segments import SegmentedLexical
@@ -71,6 +82,8 @@ class LocalStore(Store):
         self.moved_aside: list[str] = []  # where unreadable indexes this process moved went
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
+        self._allowed = AllowedCache()  # filters resolved to papers (``filtered``)
+        self._facets: tuple[int, Facets] | None = None  # (catalog generation, what filters read)
 
     # -- parts, opened when first used --------------------------------------------------------
     def collection(self, kind: Kind) -> VectorIndex:
@@ -397,7 +410,56 @@ class LocalStore(Store):
     def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
         if kind == "sentences" and not self.keeps_sentences:
             return []
+        if not where:
+            return self._read(kind, lambda vectors: vectors.query(vector, n, where))
+        allowed = self.allowed(where)
+        if not allowed.papers:
+            return []
+        ids = allowed.chunk_ids if kind == "chunks" else self._sentence_ids(allowed)
+        if ids is not None and exact(ids):  # read them, score them exactly (see ``filtered``)
+            got = self._read(kind, lambda vectors: vectors.get_vectors(ids))
+            found = list(got)
+            matrix = np.stack([got[i] for i in found]) if found else np.zeros((0, len(vector)))
+            return exact_nearest(found, matrix, vector, n)
+        if ids is not None:
+            try:
+                return self._read(kind, lambda vectors: vectors.query(vector, n, where, ids))
+            except VectorIndexDamagedError:
+                pass  # a vector the catalog lists is not in the index: filter by metadata
+        if where.catalog_only:  # fields the vectors' metadata does not hold
+            where = Filter(paper_ids=allowed.papers)
         return self._read(kind, lambda vectors: vectors.query(vector, n, where))
+
+    def _sentence_ids(self, allowed: Allowed) -> tuple[str, ...] | None:
+        """The ids of the allowed papers' sentence vectors, made from their texts as ingest
+        made them; None for more than ``SENTENCE_PAPERS`` papers."""
+        if allowed.sentence_ids is None and sentences_named(len(allowed.papers)):
+            papers = self.catalog.papers(sorted(allowed.papers))
+            allowed.sentence_ids = tuple(
+                sentence_id(pid, i)
+                for pid, paper in papers.items()
+                for i in range(len(sentences_of(paper)))
+            )
+        return allowed.sentence_ids
+
+    def allowed(self, where: Filter) -> Allowed:
+        """The ready papers the filter accepts, and their chunk ids, from the catalog (the
+        last few filters are kept while the catalog's generation stays)."""
+        return self._allowed.get(self.catalog.generation, where, lambda: self._resolve(where))
+
+    def _resolve(self, where: Filter) -> Allowed:
+        with self._lock:
+            generation = self.catalog.generation  # read first: a later write reads anew
+            if self._facets is None or self._facets[0] != generation:
+                self._facets = (generation, Facets(self.catalog.filter_rows()))
+            facets = self._facets[1]
+        if facets.answers(where):
+            return facets.allowed(where)
+        papers: Collection[str] | None = where.paper_ids
+        if papers is None or replace(where, paper_ids=None):  # not just a list of papers
+            papers = self._matching(where)
+        states = self.catalog.states(sorted(papers))
+        return allowed_from({pid: row[2] for pid, row in states.items() if row[1] == "ready"})
 
     def _read(self, kind: Kind, read: Callable[[VectorIndex], T]) -> T:
         """A read through a handle opened to read that another process's write has overtaken
@@ -419,7 +481,7 @@ class LocalStore(Store):
         index = self.lexical_index
         with said_when_full(self.folder):  # a missing or unreadable base is rebuilt first
             index.current()
-        return index.search(query, n, self.matching(where) if where else None)
+        return index.search(query, n, self.allowed(where).papers if where else None)
 
     def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not self.keeps_sentences:
@@ -430,6 +492,9 @@ class LocalStore(Store):
         return self.lexical_index.document_frequencies(terms)
 
     def matching(self, where: Filter) -> set[str]:
+        return set(self.allowed(where).papers)
+
+    def _matching(self, where: Filter) -> set[str]:
         fields = {
             key: tuple(sorted(value)) if isinstance(value, frozenset) else value
             for key, value in where.fields().items()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +119,9 @@ class SegmentedLexical:
         kept = [p for p in self.base.paper_ids if p not in delta.hidden]
         return kept + delta.ids
 
-    def search(self, query: str, n: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+    def search(
+        self, query: str, n: int, allowed: Collection[str] | None
+    ) -> list[tuple[str, float]]:
         terms = analyze([query])[0]
         delta = self.current()
         found = self.base.search(terms, n, allowed, delta.hidden)
@@ -139,7 +141,7 @@ class SegmentedLexical:
         return counts, total - self.base.count_held(delta.hidden) + len(delta.ids)
 
     def _delta_scores(
-        self, delta: Delta, terms: list[str], allowed: set[str] | None
+        self, delta: Delta, terms: list[str], allowed: Collection[str] | None
     ) -> list[tuple[str, float]]:
         if not delta.ids:
             return []

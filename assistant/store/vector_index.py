@@ -58,9 +58,13 @@ class VectorIndex(ABC):
         """Stored vectors by id (ids it does not hold are left out)."""
 
     @abstractmethod
-    def query(self, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+    def query(
+        self, vector: np.ndarray, n: int, where: Filter, ids: Sequence[str] | None = None
+    ) -> list[Match]:
         """The n vectors most similar (cosine) to ``vector`` whose metadata the filter's
-        ``year``, ``venue``, ``source_file`` and ``paper_ids`` accept, best first."""
+        ``year``, ``venue``, ``source_file`` and ``paper_ids`` accept, best first; or, given
+        ``ids``, among those vectors only (the filter then unused; an id the index does not
+        hold is an error, as Chroma makes it)."""
 
     def close(self) -> None:  # noqa: B027 -- nothing held open by default
         """Release what this handle holds."""

@@ -297,11 +297,12 @@ class ChromaVectors(VectorIndex):
 
     def get_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by id (ids not in the collection are left out)."""
-        if not ids:
-            return {}
-        got = self._collection.get(ids=list(ids), include=["embeddings"])
-        pairs = zip(got["ids"], got["embeddings"], strict=True)
-        return {i: np.asarray(v, dtype=np.float32) for i, v in pairs}
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), PAGE):
+            got = self._collection.get(ids=list(ids[start : start + PAGE]), include=["embeddings"])
+            pairs = zip(got["ids"], got["embeddings"], strict=True)
+            found.update((i, np.asarray(v, dtype=np.float32)) for i, v in pairs)
+        return found
 
     def ids(self) -> list[str]:
         """Every chunk id in the collection (for consistency checks)."""
@@ -314,14 +315,20 @@ class ChromaVectors(VectorIndex):
                 return out
             offset += len(got)
 
-    def query(self, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
-        """The n nearest vectors under the filter. No count first: Chroma returns fewer than n
+    def query(
+        self, vector: np.ndarray, n: int, where: Filter, ids: Sequence[str] | None = None
+    ) -> list[Match]:
+        """The n nearest vectors under the filter, or among ``ids`` (every one must be in the
+        collection: Chroma fails on an unknown id). No count first: Chroma returns fewer than n
         when it holds fewer. Distances only: a vector's id names its paper (``paper:N``,
         ``paper:sN``), and reading the metadata of every match costs ten times the search."""
+        if ids is not None and not ids:
+            return []
         result = self._collection.query(
             query_embeddings=[vector],
             n_results=n,
-            where=chroma_where(where),
+            where=None if ids is not None else chroma_where(where),
+            ids=None if ids is None else list(ids),
             include=["distances"],
         )
         pairs = zip(result["ids"][0], result["distances"][0], strict=True)

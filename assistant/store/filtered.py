@@ -1,0 +1,207 @@
+"""Filtered search that costs what the filter keeps, not what the store holds.
+
+A filter is resolved to the ready papers it accepts and their chunk ids (``Allowed``) from
+``Facets``: the fields filters read, for every ready paper, read from the catalog once per
+catalog generation (without the texts) and kept as arrays, with an index of the words of
+authors' names. A year, venue, source file, paper id or author filter is then a vectorised mask
+or a few set operations, not a scan of the catalog per query (a title or DOI filter is still
+asked of the catalog). The dense and lexical searches then look only at those papers. How the
+dense side looks depends on how many papers are left (measured in docs/benchmarks.md,
+"Scaling"):
+
+- few vectors (``EXACT_VECTORS`` or fewer): they are read by id and scored exactly, one
+  matrix product. Chroma's graph search under a short allow-list wanders far to fill its
+  candidate list (0.3 s for 250 chunks among 250,000), and a metadata filter makes Chroma scan
+  its SQLite tables first;
+- more: Chroma's HNSW search restricted to their ids (``Collection.query(ids=...)``), which
+  skips Chroma's metadata scan.
+
+Chunk ids come from the catalog (``paper:0`` .. ``paper:N-1``). Sentence ids are not recorded:
+they are made from the papers' texts as ingest made them (``sentences_of``) for at most
+``SENTENCE_PAPERS`` papers; more are searched in the sentence collection with Chroma's metadata
+filter, as before, whose cost grows with the papers the filter matches. A vector the catalog
+lists but the index lacks (a gap the next ingest repairs) makes Chroma refuse a search by ids:
+the search is then made with the metadata filter.
+
+The resolved sets of the last few filters are kept per catalog generation: one search asks for
+chunks, sentences and BM25 under the same filter, and a chat session keeps its filter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from assistant.store.base import Filter, Match, paper_of
+from assistant.store.filters import words
+
+# (paper_id, authors JSON, year, venue, source_file, n_chunks): ``Catalog.filter_rows``
+Row = tuple[str, str, int | None, str | None, str, int]
+
+EXACT_VECTORS = 1500  # at most this many vectors: read them and score them exactly
+SENTENCE_PAPERS = 300  # at most this many papers: their sentence ids are made from their texts
+KEPT = 4  # resolved filters kept per store
+
+
+@dataclass
+class Allowed:
+    """The ready papers a filter accepts, the ids of their chunk vectors, and (once asked for,
+    for at most ``SENTENCE_PAPERS`` papers) those of their sentence vectors."""
+
+    papers: frozenset[str]
+    chunk_ids: tuple[str, ...]
+    sentence_ids: tuple[str, ...] | None = field(default=None, compare=False)
+
+
+def exact(ids: Sequence[str]) -> bool:
+    """Few enough vectors to read and score exactly."""
+    return len(ids) <= EXACT_VECTORS
+
+
+def sentences_named(papers: int) -> bool:
+    """Few enough papers to make their sentence ids from their texts."""
+    return papers <= SENTENCE_PAPERS
+
+
+def allowed_from(chunk_counts: dict[str, int]) -> Allowed:
+    """``Allowed`` from ready paper id -> number of chunks."""
+    ids = tuple(f"{pid}:{i}" for pid, count in chunk_counts.items() for i in range(count))
+    return Allowed(frozenset(chunk_counts), ids)
+
+
+class Facets:
+    """What filters read of every ready paper, as arrays (see the module's docstring)."""
+
+    def __init__(self, rows: Sequence[Row]):
+        self.ids = [r[0] for r in rows]
+        self._position = {pid: i for i, pid in enumerate(self.ids)}
+        self._has_year = np.array([r[2] is not None for r in rows], dtype=bool)
+        self._year = np.array([r[2] or 0 for r in rows], dtype=np.int64)
+        self._venue, self._venues = _codes([r[3] for r in rows])
+        self._source, self._sources = _codes([r[4] for r in rows])
+        self._chunks = [r[5] for r in rows]
+        self._authors: dict[str, list[int]] | None = None  # name -> rows, when first asked
+        self._author_rows = [r[1] for r in rows]
+        self._words: dict[str, set[str]] = {}  # word of a name -> names
+        self._lock = threading.Lock()
+
+    def answers(self, where: Filter) -> bool:
+        return where.title is None and where.doi is None
+
+    def allowed(self, where: Filter) -> Allowed:
+        """The papers a filter accepts (``answers(where)`` must hold)."""
+        keep = np.ones(len(self.ids), dtype=bool)
+        if where.year is not None:
+            keep &= self._has_year & (self._year == where.year)
+        if where.year_min is not None:
+            keep &= self._has_year & (self._year >= where.year_min)
+        if where.year_max is not None:
+            keep &= self._has_year & (self._year <= where.year_max)
+        if where.venue is not None:
+            keep &= self._venue == self._venues.get(where.venue, -2)
+        if where.source_file is not None:
+            keep &= self._source == self._sources.get(where.source_file, -2)
+        if where.paper_ids is not None:
+            keep &= self._rows_mask(self._position.get(p) for p in where.paper_ids)
+        if where.author is not None:
+            keep &= self._rows_mask(self._by_author(where.author))
+        chunks = {self.ids[i]: self._chunks[i] for i in np.flatnonzero(keep)}
+        return allowed_from(chunks)
+
+    def _rows_mask(self, rows: Iterable[int | None]) -> np.ndarray:
+        mask = np.zeros(len(self.ids), dtype=bool)
+        found = [i for i in rows if i is not None]
+        mask[np.array(found, dtype=np.int64)] = True
+        return mask
+
+    def _by_author(self, wanted: str) -> list[int]:
+        """Rows with an author whose name holds every word of ``wanted``
+        (``filters.any_author``), from an index of the words of every name."""
+        self._index_authors()
+        assert self._authors is not None
+        names: set[str] | None = None
+        for word in set(words(wanted)):
+            having = self._words.get(word, set())
+            names = having if names is None else names & having
+        return [row for name in names or () for row in self._authors[name]]
+
+    def _index_authors(self) -> None:
+        with self._lock:
+            if self._authors is not None:
+                return
+            authors: dict[str, list[int]] = defaultdict(list)
+            for row, listed in enumerate(self._author_rows):
+                for name in json.loads(listed or "[]"):
+                    authors[str(name)].append(row)
+            index: dict[str, set[str]] = defaultdict(set)
+            for name in authors:
+                for word in set(_name_words(name)):
+                    index[word].add(name)
+            self._words = dict(index)
+            self._authors = dict(authors)
+
+
+def _name_words(name: str) -> list[str]:
+    """``filters.words``, with its answer for plain ASCII names computed the quick way."""
+    return re.findall(r"\w+", name.casefold()) if name.isascii() else words(name)
+
+
+def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:
+    """Each value as a number (None: -1), and the numbers of the values."""
+    numbers: dict[str, int] = {}
+    codes = [-1 if v is None else numbers.setdefault(v, len(numbers)) for v in values]
+    return np.array(codes, dtype=np.int64), numbers
+
+
+class AllowedCache:
+    """The last few filters resolved, valid while the catalog's generation stays."""
+
+    def __init__(self, kept: int = KEPT):
+        self._kept = kept
+        self._sets: OrderedDict[tuple[int, Filter], Allowed] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, generation: int, where: Filter, resolve: Callable[[], Allowed]) -> Allowed:
+        key = (generation, where)
+        with self._lock:
+            found = self._sets.get(key) or self._same_papers(generation, where)
+            if found is not None:
+                self._sets[key] = found
+                self._sets.move_to_end(key)
+                return found
+        found = resolve()
+        with self._lock:
+            self._sets[key] = found
+            while len(self._sets) > self._kept:
+                self._sets.popitem(last=False)
+        return found
+
+    def _same_papers(self, generation: int, where: Filter) -> Allowed | None:
+        """A filter that lists the papers another filter resolved to (a search narrows an
+        author filter to its papers before it asks for vectors): that one's answer."""
+        if where.paper_ids is None or replace(where, paper_ids=None):
+            return None
+        for (made, _), found in self._sets.items():
+            if made == generation and found.papers == where.paper_ids:
+                return found
+        return None
+
+
+def exact_nearest(
+    ids: Sequence[str], vectors: np.ndarray, query: np.ndarray, n: int
+) -> list[Match]:
+    """The n rows most similar to the query by cosine, best first (ties by id)."""
+    if not len(ids) or n <= 0:
+        return []
+    unit = query / (np.linalg.norm(query) or 1.0)
+    norms = np.linalg.norm(vectors, axis=1)
+    similarity = (vectors @ unit.astype(vectors.dtype)) / np.where(norms > 0, norms, 1.0)
+    top = np.argpartition(-similarity, n - 1)[:n] if len(ids) > n else np.arange(len(ids))
+    order = sorted(top, key=lambda i: (-float(similarity[i]), ids[i]))
+    return [Match(ids[i], paper_of(ids[i]), float(similarity[i])) for i in order]

@@ -1,0 +1,168 @@
+"""Filtered search returns what an exact filtered search returns: the product's store
+(SQLite, Chroma, bm25s) against the same store over the exact in-memory vector index, on both
+dense paths (vectors read and scored exactly for a few papers, Chroma's search restricted to ids
+for many) and BM25 under a filter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import chromadb
+import numpy as np
+import pytest
+from chromadb.config import Settings
+
+from assistant import Assistant, Paper, load_settings
+from assistant.embedding.embedders import HashingEmbedder
+from assistant.store import Filter, filtered
+from assistant.store.base import Store
+from assistant.store.catalog import CATALOG_FILE, Catalog
+from assistant.store.exact import ExactIndexes
+from assistant.store.local import LocalStore
+
+RARE = "Zora Quispe"  # an author on three papers
+
+
+def _papers(corpus_papers: list[Paper]) -> list[Paper]:
+    return [
+        replace(
+            p,
+            year=2020 + i % 5,
+            venue=f"Venue {i % 3}",
+            authors=(*p.authors, RARE) if i % 30 == 7 else p.authors,
+        )
+        for i, p in enumerate(corpus_papers)
+    ]
+
+
+@pytest.fixture(scope="module")
+def stores(
+    tmp_path_factory: pytest.TempPathFactory, corpus_papers: list[Paper]
+) -> Iterator[tuple[Assistant, Assistant, list[Paper]]]:
+    papers = _papers(corpus_papers)
+    folder = tmp_path_factory.mktemp("filtered")
+    local = Assistant(load_settings(store={"path": folder / "s"}), embedder=HashingEmbedder())
+    (folder / "m").mkdir()
+    exact_store = LocalStore(
+        Catalog(folder / "m" / CATALOG_FILE), ExactIndexes(), "abstracts", keeps_sentences=True
+    )
+    memory = Assistant(
+        load_settings(store={"path": folder / "m"}),
+        embedder=HashingEmbedder(),
+        backend=exact_store,
+    )
+    local.ingest_papers(papers)
+    memory.ingest_papers(papers)
+    yield local, memory, papers
+    local.close()
+    memory.close()
+    exact_store.close()
+
+
+FILTERS = [
+    Filter(year=2022),  # a fifth of the papers
+    Filter(author="quispe"),  # three papers
+    Filter(venue="Venue 1", year=2021),
+    Filter(year_min=2023),
+    Filter(author="quispe", year=2022),
+    Filter(year=1999),  # none
+]
+
+
+@pytest.fixture(params=["exact", "index", "metadata"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which dense path the local store takes. Every filter here keeps few vectors, so the
+    others are taken by lowering the bounds to nothing: Chroma's search among ids, and for
+    sentences of many papers Chroma's metadata filter."""
+    if request.param in ("index", "metadata"):
+        monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
+    if request.param == "metadata":
+        monkeypatch.setattr(filtered, "SENTENCE_PAPERS", 0)
+    return str(request.param)
+
+
+def _truth_nearest(store: Store, kind: str, vector: np.ndarray, n: int, where: Filter):
+    """Every vector, unfiltered, then the filter applied: the ground truth."""
+    everything = store.nearest(kind, vector, 10_000, Filter())  # type: ignore[arg-type]
+    accepted = store.matching(where)
+    return [m for m in everything if m.paper_id in accepted][:n]
+
+
+@pytest.mark.parametrize("where", FILTERS, ids=str)
+@pytest.mark.parametrize("kind", ["chunks", "sentences"])
+def test_nearest_under_a_filter_is_the_exact_filtered_search(stores, path, where, kind):
+    local, memory, papers = stores
+    queries = (papers[12].abstract[:150], papers[37].abstract[-100:], "protein folding in cells")
+    for query in queries:
+        vector = local.embedder.embed_query(query)
+        got = local.store.nearest(kind, vector, 8, where)
+        want = memory.store.nearest(kind, vector, 8, where)
+        assert [m.item_id for m in got] == [m.item_id for m in want], (path, query)
+        assert np.allclose([m.similarity for m in got], [m.similarity for m in want], atol=1e-4)
+        assert [m.item_id for m in got] == [
+            m.item_id for m in _truth_nearest(local.store, kind, vector, 8, where)
+        ]
+        assert {m.paper_id for m in got} <= memory.store.matching(where)
+
+
+@pytest.mark.parametrize("where", FILTERS, ids=str)
+def test_lexical_under_a_filter_is_the_unfiltered_ranking_filtered(stores, where):
+    local, memory, papers = stores
+    accepted = memory.store.matching(where)
+    assert local.store.matching(where) == accepted
+    for query in (papers[12].abstract[:150], "cells protein expression", "tumour"):
+        got = local.store.lexical(query, 5, where)
+        everything = local.store.lexical(query, 10_000, Filter())
+        assert got == [pair for pair in everything if pair[0] in accepted][:5]
+        assert [pid for pid, _ in got] == [pid for pid, _ in memory.store.lexical(query, 5, where)]
+
+
+def test_search_with_filters_matches_the_reference(stores, path):
+    local, memory, papers = stores
+    for filters in ({"year": 2022}, {"author": "Quispe"}, {"year": "2021..2022"}):
+        for query in (papers[40].abstract[:120], "gene expression"):
+            got = [h.paper_id for h in local.search(query, k=5, filters=filters)]
+            want = [h.paper_id for h in memory.search(query, k=5, filters=filters)]
+            assert got == want, (path, filters, query)
+            assert got, filters
+
+
+def test_a_missing_chunk_vector_falls_back_to_the_metadata_filter(
+    tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch
+):
+    """Chroma refuses a search among ids it lacks; a vector lost from the index (repaired by
+    the next ingest) must not make a filtered search fail."""
+    monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
+    papers = _papers(corpus_papers[:20])
+    with Assistant(
+        load_settings(store={"path": tmp_path / "s"}), embedder=HashingEmbedder()
+    ) as local:
+        local.ingest_papers(papers)
+        lost = f"{papers[2].paper_id}:0"  # 2022
+        name = local.store._name("chunks")  # type: ignore[attr-defined]
+        client = chromadb.PersistentClient(  # the settings the store's own client has
+            path=str(tmp_path / "s" / "chroma"), settings=Settings(anonymized_telemetry=False)
+        )
+        client.get_collection(name).delete(ids=[lost])
+        local.store.forget_vectors()
+        vector = local.embedder.embed_query(papers[2].abstract[:150])
+        found = local.store.nearest("chunks", vector, 5, Filter(year=2022))
+        assert found and lost not in {m.item_id for m in found}
+        assert {m.paper_id for m in found} <= local.store.matching(Filter(year=2022))
+
+
+def test_a_new_paper_is_found_by_the_same_filter(tmp_path: Path, corpus_papers: list[Paper]):
+    """Resolved filters are kept per catalog generation: an ingest between two searches shows."""
+    papers = _papers(corpus_papers[:20])
+    with Assistant(
+        load_settings(store={"path": tmp_path / "s"}), embedder=HashingEmbedder()
+    ) as local:
+        local.ingest_papers(papers[:10])
+        query = papers[15].abstract[:150]
+        before = {h.paper_id for h in local.search(query, k=5, filters={"author": "quispe"})}
+        assert before == {papers[7].paper_id}
+        local.ingest_papers([replace(papers[15], authors=(RARE,))])
+        after = {h.paper_id for h in local.search(query, k=5, filters={"author": "quispe"})}
+        assert after == {papers[7].paper_id, papers[15].paper_id}
