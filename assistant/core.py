@@ -21,7 +21,12 @@ from assistant.answer.offline.parts import holds, literal_terms
 from assistant.answer.offline.question import is_survey
 from assistant.answer.provider import Provider
 from assistant.answer.result import Answer
-from assistant.embedding.embedders import Embedder, make_embedder
+from assistant.embedding.embedders import (
+    MINILM_PROVIDERS,
+    Embedder,
+    make_embedder,
+    recorded_minilm,
+)
 from assistant.errors import (
     AssistantError,
     StoreDamagedError,
@@ -78,6 +83,9 @@ class Assistant:
         self.store_dir = Path(self.settings.store.path)
         self.embedder = embedder or make_embedder(self.settings)
         self._chosen_embedder = embedder is not None
+        # The MiniLM the store records, when it is not the one the settings name (set by
+        # ``_follow_store``): ``ingest --fast`` into an existing store says so.
+        self.followed_embedder: str | None = None
         self._backend = backend
         self._store: Store | None = backend
         self._provider: Provider | None = provider
@@ -97,17 +105,16 @@ class Assistant:
             return self._store
 
     def _follow_store(self, store: Store) -> None:
-        """A store built with ``ingest --fast`` (int8 MiniLM) is read and extended with that
-        embedder when the settings name the default MiniLM: the same network, so nothing has
-        to be set for every later command. The other way round (``--fast`` on a store built
-        with the default) is refused when the collection opens: it would mix vectors."""
-        if self._chosen_embedder or self.settings.embedding.provider != "minilm":
+        """A store built by another MiniLM (the default's fp32 file, ``ingest --fast``'s int8
+        one, or the int8 one in batches, as ``--fast`` was before) is read and extended with
+        that one when the settings name MiniLM: the same network, so nothing has to be set for
+        every later command, and its vectors are never mixed with another's."""
+        if self._chosen_embedder or self.settings.embedding.provider not in MINILM_PROVIDERS:
             return
-        recorded = store.recorded_embedder()
-        embedding = self.settings.embedding.model_copy(update={"provider": "minilm-fast"})
-        candidate = make_embedder(self.settings.model_copy(update={"embedding": embedding}))
-        if recorded == candidate.name:
-            self.embedder = candidate
+        found = recorded_minilm(self.settings, store.recorded_embedder())
+        if found is not None and found.name != self.embedder.name:
+            self.embedder = found
+            self.followed_embedder = found.name
 
     def _open_server(self) -> Store:
         """The server holds the papers; the folder, a cache of them (made when missing, and

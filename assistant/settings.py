@@ -86,9 +86,11 @@ class CorpusSettings(_Section):
 class EmbeddingSettings(_Section):
     provider: Literal["minilm", "minilm-fast", "openai", "hashing"] = Field(
         "minilm",
-        description="minilm: offline all-MiniLM-L6-v2 (ONNX). minilm-fast: the same model "
-        "quantised to int8, chunk vectors pooled from sentence vectors (~3x faster ingest, "
-        "SciFact nDCG@10 0.750 against 0.745). openai: OpenAI embeddings. "
+        description="minilm: offline all-MiniLM-L6-v2 (ONNX). minilm-fast (what `ingest "
+        "--fast` sets): the same model quantised to int8 once into ASSISTANT_CACHE_DIR, each "
+        "text embedded alone, chunk vectors pooled from sentence vectors (~2x Chroma's naive "
+        "ingest, SciFact nDCG@10 0.745, as minilm). Either reads and extends a store built "
+        "by another MiniLM with that one. openai: OpenAI embeddings. "
         "hashing: hashed word and character n-grams, instant but weak (tests, quick trials).",
     )
     openai_model: str = Field("text-embedding-3-small", description="Model for provider=openai.")

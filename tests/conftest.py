@@ -25,14 +25,22 @@ CORPUS = ROOT / "data" / "neurips2025"
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's ``ASSISTANT_CACHE_DIR``: the int8 file of `ingest --fast` is made in it
+    once, never in the developer's cache folder."""
+    return tmp_path_factory.mktemp("assistant-cache")
+
+
 @pytest.fixture(autouse=True)
-def _no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> None:
     """Tests never see the developer's keys or settings."""
     import os
 
     for name in list(os.environ):
         if name.startswith("ASSISTANT_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}:
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ASSISTANT_CACHE_DIR", str(session_cache))
 
 
 @pytest.fixture()

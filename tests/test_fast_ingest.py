@@ -1,4 +1,5 @@
-"""`ingest --fast`: MiniLM quantised to real int8, chunk vectors pooled from sentence vectors.
+"""`ingest --fast`: MiniLM quantised to real int8, each text alone, chunk vectors pooled from
+sentence vectors; a store of another MiniLM keeps its own.
 
 The int8 file is made once per session (2-3 s) in a folder of the session's own, which
 ``ASSISTANT_CACHE_DIR`` points every test (and every subprocess) at.
@@ -26,7 +27,7 @@ from assistant.errors import ConfigError, EmbedderMismatchError, StoreEmptyError
 from assistant.ingest.chunking import Chunker, sentence_weights, sentences_of
 from assistant.ingest.corpus import Paper
 from assistant.settings import Settings
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, write_seed
 
 
 @pytest.fixture(scope="session")
@@ -86,22 +87,24 @@ def test_each_chunk_pools_the_sentences_it_holds(corpus_papers: list[Paper]):
     assert set().union(*weights) == set(range(len(sentences)))  # every sentence somewhere
 
 
-def _ingest(store: Path, provider: str, papers: list[Paper]) -> Assistant:
+def _ingest(
+    store: Path, provider: str, papers: list[Paper], embedder: MiniLMEmbedder | None = None
+) -> Assistant:
     settings = load_settings(
         store={"path": store}, embedding={"provider": provider}, chunking={"chunk_tokens": 80}
     )
-    assistant = Assistant(settings)
+    assistant = Assistant(settings, embedder=embedder)
     assistant.ingest_papers(papers)
     return assistant
 
 
-def test_fast_store_pools_chunks_stores_no_texts_and_is_read_without_settings(
+def test_fast_store_pools_chunks_stores_no_texts_and_is_read_by_the_same_embedder(
     fast_env: Path, tmp_path: Path, corpus_papers: list[Paper]
 ):
     papers = corpus_papers[:12]
     store = tmp_path / "store"
     with _ingest(store, "minilm-fast", papers) as fast:
-        assert fast.embedder.name == "minilm-l6-v2-fast@256"
+        assert fast.embedder.name == "minilm-l6-v2-q8@256"
         embedder = fast.embedder
         local = fast.store
         chunker = fast._chunker()
@@ -110,7 +113,7 @@ def test_fast_store_pools_chunks_stores_no_texts_and_is_read_without_settings(
         assert len(chunk_ids) > len(papers)  # some abstracts span several chunks
         vectors = local.chunks.get_vectors(chunk_ids)
         assert set(vectors) == set(chunk_ids)
-        # int8's activation scales are the batch's, so embed what the ingest embedded together
+        # each text is embedded alone: its vector is the same in any call
         heads = embedder.embed_heads([split[p.paper_id][0].text for p in papers])
         sentences = {p.paper_id: sentences_of(p) for p in papers}
         flat = embedder.embed([t for p in papers for t in sentences[p.paper_id]])
@@ -126,26 +129,49 @@ def test_fast_store_pools_chunks_stores_no_texts_and_is_read_without_settings(
         got = local.chunks._collection.get(ids=chunk_ids[:3], include=["documents", "metadatas"])
         assert got["documents"] == [None] * 3
         assert set(got["metadatas"][0]) == {"paper_id", "source_file", "year", "venue"}
-    # A later command with default settings reads it with the embedder it was built with.
-    with Assistant(load_settings(store={"path": store})) as later:
+    # A later command, `--fast` given or not, reads it with the embedder it was built with.
+    settings = load_settings(store={"path": store})
+    with Assistant(settings) as later:
         hits = later.search(papers[3].abstract.split(". ")[0], k=3)
-        assert later.embedder.name == "minilm-l6-v2-fast@256"
+        assert later.embedder.name == "minilm-l6-v2-q8@256"
         assert hits[0].paper_id == papers[3].paper_id
         report = later.ingest_papers(corpus_papers[12:14])  # extended with it too
         assert report.added == 2 and report.ok
 
 
-def test_fast_ingest_into_a_default_store_is_refused(
-    fast_env: Path, tmp_path: Path, corpus_papers: list[Paper], embedder: MiniLMEmbedder
+@pytest.mark.parametrize("fast", [False, True], ids=["fp32-default", "batched-fast"])
+def test_a_store_of_an_older_minilm_keeps_it(
+    fast_env: Path, tmp_path: Path, corpus_papers: list[Paper], fast: bool
 ):
+    old = MiniLMEmbedder(fast=fast)  # the default, or `--fast` before each text ran alone
     store = tmp_path / "store"
-    with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
-        default.ingest_papers(corpus_papers[:2])
-    said = r"int8@256' \(the default MiniLM\).*PROVIDER=minilm, and no --fast\)"
-    with pytest.raises(EmbedderMismatchError, match=said):
-        _ingest(store, "minilm-fast", corpus_papers[2:4]).close()
-    with Assistant(load_settings(store={"path": store}), embedder=embedder) as default:
-        assert len(default.store.entries()) == 2  # nothing written, nothing lost
+    _ingest(store, "minilm", corpus_papers[:3], embedder=old).close()
+    for provider in ("minilm", "minilm-fast"):  # default settings, or `ingest --fast`
+        with _ingest(store, provider, corpus_papers[3:5]) as later:
+            assert later.embedder.name == old.name
+            hits = later.search(corpus_papers[1].abstract.split(". ")[0], k=2)
+            assert hits[0].paper_id == corpus_papers[1].paper_id
+    with _ingest(store, "minilm", [], embedder=old) as check:  # every vector by the old one
+        entries = check.store.entries()
+        assert len(entries) == 5 and {e.state for e in entries.values()} == {"ready"}
+        assert check.store.recorded_embedder() == old.name
+
+
+def test_fast_into_a_store_of_the_default_says_it_keeps_the_default(
+    fast_env: Path, tmp_path: Path, corpus_papers: list[Paper]
+):
+    from click.testing import CliRunner
+
+    from assistant.cli.main import main
+
+    store = tmp_path / "store"
+    _ingest(store, "minilm", corpus_papers[:2]).close()
+    seed = write_seed(tmp_path / "more.txt", [p.abstract for p in corpus_papers[2:4]])
+    result = CliRunner().invoke(main, ["ingest", "--fast", str(seed), "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    warning = " ".join(result.stderr.split())
+    assert "--fast builds a new store; this one was built with minilm" in warning
+    assert "assistant ingest --rebuild --fast" in warning
 
 
 def test_cli_fast_ingest_then_search(fast_env: Path, tmp_path: Path):
@@ -182,8 +208,8 @@ def test_fast_store_on_a_server_is_read_by_a_client_with_default_settings(
         store = {"path": folder, "chroma_url": chroma_server, "collection": collection}
         return load_settings(store=store, embedding={"provider": provider})
 
-    with Assistant(settings(tmp_path / "a", "minilm-fast")) as writer:
-        assert writer.ingest_papers(corpus_papers[:6]).added == 6
+    with Assistant(settings(tmp_path / "a"), embedder=MiniLMEmbedder(fast=True)) as writer:
+        assert writer.ingest_papers(corpus_papers[:6]).added == 6  # the old `--fast`
     # Another client, an empty folder, no setting: it reads the server's record of the embedder
     # before opening anything with one.
     with Assistant(settings(tmp_path / "b")) as reader:
@@ -208,8 +234,8 @@ def test_a_search_on_a_new_server_collection_does_not_keep_fast_out(
     with Assistant(_server_settings(chroma_server, collection, tmp_path / "r")) as reader:
         with pytest.raises(StoreEmptyError):
             reader.search("KV cache eviction", k=3)
-    fast = _server_settings(chroma_server, collection, tmp_path / "w", "minilm-fast")
-    with Assistant(fast) as writer:
+    fast = _server_settings(chroma_server, collection, tmp_path / "w")
+    with Assistant(fast, embedder=MiniLMEmbedder(fast=True)) as writer:
         assert writer.ingest_papers(corpus_papers[:4]).added == 4
     with Assistant(_server_settings(chroma_server, collection, tmp_path / "r2")) as reader:
         hits = reader.search(corpus_papers[2].abstract.split(". ")[0], k=3)
@@ -226,8 +252,8 @@ def test_an_ingest_that_writes_no_paper_does_not_keep_fast_out(
     with Assistant(_server_settings(chroma_server, collection, tmp_path / "a")) as first:
         assert first.ingest_papers([]).added == 0
         first.store.repair()
-    fast = _server_settings(chroma_server, collection, tmp_path / "b", "minilm-fast")
-    with Assistant(fast) as writer:
+    fast = _server_settings(chroma_server, collection, tmp_path / "b")
+    with Assistant(fast, embedder=MiniLMEmbedder(fast=True)) as writer:
         assert writer.ingest_papers(corpus_papers[:2]).added == 2
         assert writer.embedder.name == "minilm-l6-v2-fast@256"
 
@@ -237,13 +263,16 @@ def test_of_two_writers_with_other_embedders_on_an_empty_collection_the_second_i
 ):
     collection = f"race-{uuid.uuid4().hex[:12]}"
     default = Assistant(_server_settings(chroma_server, collection, tmp_path / "a"))
-    fast = Assistant(_server_settings(chroma_server, collection, tmp_path / "b", "minilm-fast"))
+    fast = Assistant(
+        _server_settings(chroma_server, collection, tmp_path / "b"),
+        embedder=MiniLMEmbedder(fast=True),
+    )
     with default, fast:
         for client in (default, fast):  # both open the empty collections: neither is refused
             with pytest.raises(StoreEmptyError):
                 client.search("KV cache eviction", k=3)
         assert default.ingest_papers(corpus_papers[:3]).added == 3
-        with pytest.raises(EmbedderMismatchError, match="the default MiniLM"):
+        with pytest.raises(EmbedderMismatchError, match=r"the default MiniLM \(the shipped"):
             fast.ingest_papers(corpus_papers[3:5])
         assert len(default.store.entries()) == 3
         assert default.ingest_papers(corpus_papers[3:5]).added == 2  # the lease was let go
@@ -271,7 +300,7 @@ def test_a_writer_claims_an_empty_collection_and_not_one_that_holds_vectors(
     )
     default.claim()  # still empty: the stamp goes back
     default.upsert(["p:0"], np.eye(1, 4, dtype=np.float32), None, [{"paper_id": "p"}])
-    with pytest.raises(EmbedderMismatchError, match="the default MiniLM"):
+    with pytest.raises(EmbedderMismatchError, match="the shipped file, fp32"):
         fast.claim()
     default.claim()  # its own: nothing to do
 
@@ -283,11 +312,11 @@ def test_an_unusable_cache_folder_fails_before_a_store_exists(
     not_a_folder.write_text("a file where the cache folder should be")
     monkeypatch.setenv("ASSISTANT_CACHE_DIR", str(not_a_folder))
     store = tmp_path / "store"
-    with pytest.raises(ConfigError, match=r"int8 model for --fast .*ASSISTANT_CACHE_DIR"):
+    with pytest.raises(ConfigError, match=r"int8 MiniLM model in .*ASSISTANT_CACHE_DIR"):
         _ingest(store, "minilm-fast", corpus_papers[:2])
     assert not (store / "catalog.sqlite3").exists()  # nothing records an embedder it lacks
-    with _ingest(store, "minilm", corpus_papers[:2]) as default:  # a plain ingest goes on
-        assert default.embedder.name == "minilm-l6-v2-int8@256"
+    with _ingest(store, "minilm", corpus_papers[:2]) as fp32:
+        assert fp32.embedder.name == "minilm-l6-v2-int8@256"  # the shipped file needs none
 
 
 def test_a_damaged_int8_file_is_made_again_quietly_and_stale_scratch_removed(
@@ -309,7 +338,7 @@ def test_a_damaged_int8_file_is_made_again_quietly_and_stale_scratch_removed(
     assert vector.shape == (1, 384) and damaged.stat().st_size == good.stat().st_size
     assert not old.exists() and recent.exists()  # another writer's may still be in use
     assert (list(root.handlers), root.level) == (handlers, level)  # logging left as it was
-    assert "making the int8 model for --fast" in capfd.readouterr().err
+    assert "making the int8 MiniLM model" in capfd.readouterr().err
     shutil.rmtree(recent)
 
 
@@ -325,7 +354,9 @@ def test_a_write_cut_short_while_quantising_is_one_error_and_old_scratch_goes_an
     folder = tmp_path / "cache"
     folder.mkdir()
     monkeypatch.setattr(quantization, "quantize_dynamic", cut_short)
-    with pytest.raises(ConfigError, match=r"cannot make the int8 model .*200 MB free \(\d+ MB"):
+    with pytest.raises(
+        ConfigError, match=r"cannot make the int8 MiniLM model .*200 MB free \(\d+ MB"
+    ):
         int8_model(MiniLMEmbedder.model_files()[0], folder)
     assert not list(folder.iterdir())  # its scratch folder is gone
     # A writer killed an hour ago left scratch beside a file that exists: removed on next use.

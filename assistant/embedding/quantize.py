@@ -1,12 +1,14 @@
-"""Real int8 MiniLM for fast ingest: the shipped ONNX file with its matrix products quantised.
+"""Real int8 MiniLM for `ingest --fast`: the shipped ONNX file, its products quantised.
 
 The shipped file stores int8 weights but dequantises them to fp32 before every product, so it
 computes in fp32. onnxruntime's dynamic quantization (int8 weights per output channel, each
 activation's scale computed at run time) makes the products integer ones: 1.7-1.8x faster per
 text on this project's 2-core machine, sentence vectors at mean cosine 0.993 to the shipped
-file's. It is made once from the installed files (2-3 s here, up to ~180 MB of scratch space, the
-``onnx`` package) and kept in the user's cache folder, named after the versions it came from.
-"""
+file's. The run-time scales are why ``TextAloneMiniLM`` runs each text alone. Static
+quantization (scales calibrated once) was measured and not adopted: mean cosine 0.924, and
+slower (docs/benchmarks.md). The file is made once from the installed files (2-3 s here, up to
+~180 MB of scratch space, the ``onnx`` package) and kept in the user's cache folder, named
+after the versions it came from."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def int8_model(source: Path, folder: Path | None = None) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         print(
-            f"making the int8 model for --fast in {folder} (once, a few seconds)",
+            f"making the int8 MiniLM model in {folder} (once, a few seconds)",
             file=sys.stderr,
             flush=True,
         )
@@ -69,7 +71,7 @@ def int8_model(source: Path, folder: Path | None = None) -> Path:
             os.replace(made, out)
     except (OSError, QuantiseFailed) as exc:
         raise ConfigError(
-            f"cannot make the int8 model for --fast in {folder}: {exc}. It needs a writable "
+            f"cannot make the int8 MiniLM model in {folder}: {exc}. It needs a writable "
             f"folder with {SCRATCH_MB} MB free{_free(folder)}: set ASSISTANT_CACHE_DIR to one"
         ) from exc
     return out
@@ -94,7 +96,7 @@ def _quantise(source: Path, tmp: Path) -> Path:
             from onnxruntime.quantization import QuantType, quantize_dynamic
         except ImportError as exc:  # onnx is a dependency; a trimmed install may lack it
             raise ConfigError(
-                f"the fast embedder needs the onnx package to quantise MiniLM ({exc}); "
+                f"the int8 embedder needs the onnx package to quantise MiniLM ({exc}); "
                 "install it with: pip install 'onnx>=1.16'"
             ) from exc
         folded, made = tmp / "folded.onnx", tmp / "int8.onnx"

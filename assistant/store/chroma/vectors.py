@@ -449,10 +449,12 @@ def _check_embedder(
 
 
 # What each embedder's name means to a user (the default's name says int8 for its file's
-# weights, though it computes in fp32), and the setting that makes it.
+# weights, though it computes in fp32), and the setting that makes it (or, for a MiniLM store
+# of older code, that reads it: ``recorded_minilm``).
 _EMBEDDERS = (
-    ("minilm-l6-v2-fast@", "MiniLM quantised for `ingest --fast`", "minilm-fast"),
-    ("minilm-l6-v2-int8@", "the default MiniLM", "minilm"),
+    ("minilm-l6-v2-q8@", "MiniLM int8, each text alone (`ingest --fast`)", "minilm-fast"),
+    ("minilm-l6-v2-fast@", "MiniLM int8 in batches (the old `ingest --fast`)", "minilm"),
+    ("minilm-l6-v2-int8@", "the default MiniLM (the shipped file, fp32)", "minilm"),
     ("openai:", "OpenAI's embeddings", "openai"),
     ("hashing-ngrams@", "the hashing test embedder", "hashing"),
 )
@@ -469,8 +471,7 @@ def _provider_hint(embedder_name: str) -> str:
     """The setting that makes this embedder, as far as its name tells."""
     for prefix, _, provider in _EMBEDDERS:
         if embedder_name.startswith(prefix):
-            hint = f"ASSISTANT_EMBEDDING__PROVIDER={provider}"
-            return f"{hint}, and no --fast" if provider == "minilm" else hint
+            return f"ASSISTANT_EMBEDDING__PROVIDER={provider}"
     return "ASSISTANT_EMBEDDING__PROVIDER"
 
 
