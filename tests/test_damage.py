@@ -434,6 +434,42 @@ def test_damaged_index_files_are_told_and_rebuilt(
     assert code == 0 and json.loads(out)["hits"]
 
 
+@pytest.mark.parametrize("path", ["ids", "metadata"])
+def test_a_filtered_search_over_a_zeroed_index_file_is_told_not_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+):
+    """A zeroed ``data_level0.bin`` makes Chroma answer a filtered search with nothing, or
+    with wrong neighbours, and no error (a new user's trial: 1 to 9 of the top 10 right, exit
+    0). A search is checked: it must find vectors of papers the catalog holds, its best at the
+    distance its stored vector gives. Both ways Chroma is asked: among ids, and by metadata."""
+    from assistant import Assistant, load_settings
+    from assistant.embedding.embedders import HashingEmbedder
+    from assistant.errors import VectorIndexDamagedError
+    from assistant.store import filtered
+
+    monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)  # never read and scored here
+    if path == "metadata":
+        monkeypatch.setattr(filtered, "SENTENCE_PAPERS", 0)
+    store = tmp_path / "store"
+    env = os.environ | {
+        "ASSISTANT_EMBEDDING__PROVIDER": "hashing",
+        "ASSISTANT_STORE__SAVE_EVERY": "50",  # nearly every vector in the index files
+    }
+    made = subprocess.run(
+        [sys.executable, "-m", "assistant", "ingest", "--store", str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    _overwrite("data_level0.bin", zeros)(store)
+    settings = load_settings(store={"path": store})
+    with Assistant(settings, embedder=HashingEmbedder()) as reader:
+        with pytest.raises(VectorIndexDamagedError, match=f"ingest --repair --store {store}"):
+            reader.search("diffusion", k=5, filters={"year": 2025})
+
+
 def test_a_rebuild_cut_short_leaves_readers_told_and_the_next_run_finishes_it(
     saved_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

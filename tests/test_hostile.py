@@ -137,6 +137,7 @@ def test_stream_closed_mid_answer_is_an_error_not_a_refusal(store, server, embed
     assert result.exit_code == 1
     assert result.stderr.startswith("error: the model server at")
     assert "no finish_reason" in result.stderr and CANNOT_ANSWER not in result.output
+    assert "\nerror: the model server" in result.output  # the error starts its own line
 
 
 def test_a_stream_that_closes_before_any_text_is_retried(store, server, embedder):

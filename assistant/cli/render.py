@@ -131,6 +131,7 @@ def stream_answer(
         if text:
             console.print(highlight_citations(text), end="", soft_wrap=True)
 
+    finished = False
     try:
         for piece in pieces:
             if isinstance(piece, Answer):
@@ -152,12 +153,15 @@ def stream_answer(
                     thinking.close()
                 write(wrapper.feed(markdown.feed(latex.feed(piece))))
                 streamed = True
+        finished = True
     finally:  # also when the stream fails or is cancelled: show what did arrive
         if waiting is not None:
             waiting.stop()
         if thinking is not None:
             thinking.close()
         write(wrapper.feed(markdown.feed(latex.flush()) + markdown.flush()) + wrapper.flush())
+        if streamed and not finished:  # the error line that follows starts a line of its own
+            console.print()
     if answer is None:
         raise RuntimeError("the answer stream ended without an Answer")
     return answer, streamed

@@ -411,7 +411,7 @@ class LocalStore(Store):
         if kind == "sentences" and not self.keeps_sentences:
             return []
         if not where:
-            return self._read(kind, lambda vectors: vectors.query(vector, n, where))
+            return self._read(kind, lambda vectors: self._query(vectors, vector, n, where))
         allowed = self.allowed(where)
         if not allowed.papers:
             return []
@@ -423,12 +423,37 @@ class LocalStore(Store):
             return exact_nearest(found, matrix, vector, n)
         if ids is not None:
             try:
-                return self._read(kind, lambda vectors: vectors.query(vector, n, where, ids))
+                return self._read(kind, lambda vectors: self._query(vectors, vector, n, where, ids))
             except VectorIndexDamagedError:
                 pass  # a vector the catalog lists is not in the index: filter by metadata
         if where.catalog_only:  # fields the vectors' metadata does not hold
             where = Filter(paper_ids=allowed.papers)
-        return self._read(kind, lambda vectors: vectors.query(vector, n, where))
+        return self._read(kind, lambda vectors: self._query(vectors, vector, n, where))
+
+    def _query(
+        self,
+        index: VectorIndex,
+        vector: np.ndarray,
+        n: int,
+        where: Filter,
+        ids: Sequence[str] | None = None,
+    ) -> list[Match]:
+        """The index's answer, checked: an index whose files were damaged can answer a
+        filtered search without an error, with nothing (a zeroed ``data_level0.bin`` does) or
+        with the wrong neighbours. Asked about papers the catalog holds ready, it must find
+        some, and its best match must be at the distance its stored vector gives (one read by
+        id per query)."""
+        matches = index.query(vector, n, where, ids)
+        if not matches and n > 0 and self.catalog.has_ready():
+            said = "it found no vector of the papers asked about, which the catalog holds"
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
+        if matches:
+            best = matches[0]
+            stored = index.get_vectors([best.item_id]).get(best.item_id)
+            if stored is None or abs(_cosine(vector, stored) - best.similarity) > 1e-3:
+                said = f"the stored vector of {best.item_id} does not give the distance returned"
+                raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
+        return matches
 
     def _sentence_ids(self, allowed: Allowed) -> tuple[str, ...] | None:
         """The ids of the allowed papers' sentence vectors, made from their texts as ingest
@@ -591,3 +616,8 @@ def _count(vectors: Callable[[], VectorIndex | None]) -> int | None:
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
     arrays = [a for a in arrays if len(a)]
     return np.vstack(arrays) if arrays else np.zeros((0, 0), dtype=np.float32)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    return float(np.dot(a, b)) / norms if norms else 0.0
