@@ -202,6 +202,8 @@ def ingest(
             )
         if as_json:
             click.echo(json.dumps({**report.to_json(), "store": str(assistant.store_dir)}))
+        elif repair:
+            render.repair_summary(make_console(), report, _place(assistant))
         else:
             render.ingest_summary(make_console(), report, _place(assistant))
     if not report.ok:
@@ -255,7 +257,8 @@ def search(
     from assistant.cli.terminal import make_console
 
     with make_assistant(store, chroma_url) as assistant:
-        hits = assistant.search(query, k=k, filters=parse_filters(filters))
+        wanted = parse_filters(filters)
+        hits = assistant.search(query, k=k, filters=wanted)
         if as_json:
             click.echo(
                 json.dumps(
@@ -263,7 +266,7 @@ def search(
                 )
             )
         else:
-            render.hits_table(make_console(), query, hits)
+            render.hits_table(make_console(), query, hits, filters=wanted)
 
 
 @main.command()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +18,7 @@ from assistant.cli.terminal import Waiting, WordWrapper
 from assistant.ingest.corpus import Paper
 from assistant.ingest.pipeline import IngestReport
 from assistant.retrieval.hybrid import Hit
+from assistant.store.filters import shown
 from assistant.text.latex import LatexStream, latex_to_text
 from assistant.text.markdown import MarkdownStream, markdown_to_text
 
@@ -27,6 +28,28 @@ def describe(paper: Paper) -> str:
     label is not already it), authors, year, venue, then the URL or file and position."""
     title = paper.title if paper.title and paper.title != paper.label else ""
     return latex_to_text(" · ".join(p for p in (title, paper.byline, paper.reference) if p))
+
+
+def repair_summary(console: Console, report: IngestReport, store: str) -> None:
+    """What ``ingest --repair`` did, in its own words (it reads no file)."""
+    done = [
+        f"{report.repaired} {'paper' if report.repaired == 1 else 'papers'} whose vectors "
+        "were gone embedded again from the store's copy"
+        if report.repaired
+        else "",
+        f"{report.recovered} unfinished from an interrupted run settled"
+        if report.recovered
+        else "",
+    ]
+    if not any(done):
+        console.print(f"Nothing to repair in [cyan]{escape(store)}[/]: every paper is whole.")
+        return
+    console.print(
+        f"[bold green]Repaired[/] [cyan]{escape(store)}[/]: "
+        + ", ".join(d for d in done if d)
+        + f" ({report.chunks_written} {'chunk' if report.chunks_written == 1 else 'chunks'}"
+        " written)"
+    )
 
 
 def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
@@ -49,9 +72,19 @@ def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
     )
 
 
-def hits_table(console: Console, query: str, hits: list[Hit], width: int = 320) -> None:
-    if not hits:
-        console.print(f"No papers found for [bold]{escape(query)}[/] under the filters given.")
+def hits_table(
+    console: Console,
+    query: str,
+    hits: list[Hit],
+    width: int = 320,
+    filters: Mapping[str, Any] | None = None,
+) -> None:
+    if not hits:  # a search returns every paper a filter keeps, up to k: none was kept
+        console.print(
+            f"No paper in the store matches {escape(shown(filters))}."
+            if filters
+            else f"No papers found for [bold]{escape(query)}[/]."
+        )
         return
     papers = "1 paper" if len(hits) == 1 else f"{len(hits)} papers"
     console.print(f"[bold]{papers} for[/] {escape(query)}\n")

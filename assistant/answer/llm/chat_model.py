@@ -294,11 +294,15 @@ class ChatModelProvider(Provider):
                 "(ASSISTANT_LLM__TIMEOUT bounds each wait for the next piece); raise "
                 "ASSISTANT_LLM__TIMEOUT or check the server"
             )
+        tried = (
+            f"retries included; {retries} of {self.max_retries} retries made"
+            if self.max_retries
+            else "no retries: ASSISTANT_LLM__MAX_RETRIES=0"
+        )
         return ProviderError(
             f"{self._where()} did not answer within {self.timeout:g} s "
-            f"(ASSISTANT_LLM__TIMEOUT bounds the wait for the answer to start, retries included; "
-            f"{retries} of {self.max_retries} retries made); raise ASSISTANT_LLM__TIMEOUT "
-            "or check the server"
+            f"(ASSISTANT_LLM__TIMEOUT bounds the wait for the answer to start, {tried}); "
+            "raise ASSISTANT_LLM__TIMEOUT or check the server"
         )
 
     def _error(self, exc: Exception, retries: int, started: bool = False) -> ProviderError:
