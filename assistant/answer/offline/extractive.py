@@ -466,7 +466,7 @@ class ExtractiveProvider(Provider):
         if len(named) > 1 and not context.pinned:  # a comparison: each named paper in turn
             why = self._unanswered_about(context, candidates, named)
             return (
-                StreamWarning(" ".join(why.values()), tuple(why))
+                StreamWarning("; ".join(why.values()), tuple(why))
                 if len(why) == len(named)
                 else None
             )
@@ -609,7 +609,7 @@ class ExtractiveProvider(Provider):
             why = self._unanswered_about(context, ranked[0], papers)
             papers = papers - set(why)
             if not papers:
-                return [], StreamWarning(" ".join(why.values()), tuple(why))
+                return [], StreamWarning("; ".join(why.values()), tuple(why))
         else:
             reason = self.unanswered(context, ranked[0])
             if reason is not None:
