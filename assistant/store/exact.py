@@ -11,6 +11,7 @@ import numpy as np
 
 from assistant.errors import VectorIndexDamagedError
 from assistant.store.base import Filter, Match, paper_of
+from assistant.store.filtered import cosines
 from assistant.store.vector_index import VectorIndex, VectorIndexes, damaged_message
 
 
@@ -80,8 +81,7 @@ class ExactIndex(VectorIndex):
         if not ids or n <= 0:
             return []
         matrix = np.stack([self.vectors[i] for i in ids])
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(vector)), 1e-12)
-        similarity = matrix @ np.asarray(vector, dtype=np.float32) / np.maximum(norms, 1e-12)
+        similarity = cosines(matrix, np.asarray(vector, dtype=np.float32))
         best = np.argsort(-similarity, kind="stable")[:n]
         return [Match(ids[k], paper_of(ids[k]), float(similarity[k])) for k in best]
 

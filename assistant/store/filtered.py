@@ -193,15 +193,20 @@ class AllowedCache:
         return None
 
 
+def cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The cosine of each row to the query (0 for a row of zeros)."""
+    unit = query / (np.linalg.norm(query) or 1.0)
+    norms = np.linalg.norm(vectors, axis=1)
+    return (vectors @ unit.astype(vectors.dtype)) / np.where(norms > 0, norms, 1.0)
+
+
 def exact_nearest(
     ids: Sequence[str], vectors: np.ndarray, query: np.ndarray, n: int
 ) -> list[Match]:
     """The n rows most similar to the query by cosine, best first (ties by id)."""
     if not len(ids) or n <= 0:
         return []
-    unit = query / (np.linalg.norm(query) or 1.0)
-    norms = np.linalg.norm(vectors, axis=1)
-    similarity = (vectors @ unit.astype(vectors.dtype)) / np.where(norms > 0, norms, 1.0)
+    similarity = cosines(vectors, query)
     top = np.argpartition(-similarity, n - 1)[:n] if len(ids) > n else np.arange(len(ids))
     order = sorted(top, key=lambda i: (-float(similarity[i]), ids[i]))
     return [Match(ids[i], paper_of(ids[i]), float(similarity[i])) for i in order]

@@ -41,6 +41,7 @@ from assistant.store.filtered import (
     AllowedCache,
     Facets,
     allowed_from,
+    cosines,
     exact,
     exact_nearest,
     sentences_named,
@@ -450,7 +451,7 @@ class LocalStore(Store):
         if matches:
             best = matches[0]
             stored = index.get_vectors([best.item_id]).get(best.item_id)
-            if stored is None or abs(_cosine(vector, stored) - best.similarity) > 1e-3:
+            if stored is None or abs(cosines(stored[None, :], vector)[0] - best.similarity) > 1e-3:
                 said = f"the stored vector of {best.item_id} does not give the distance returned"
                 raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
         return matches
@@ -616,8 +617,3 @@ def _count(vectors: Callable[[], VectorIndex | None]) -> int | None:
 def _stack(arrays: Sequence[np.ndarray]) -> np.ndarray:
     arrays = [a for a in arrays if len(a)]
     return np.vstack(arrays) if arrays else np.zeros((0, 0), dtype=np.float32)
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
-    return float(np.dot(a, b)) / norms if norms else 0.0
