@@ -1,8 +1,10 @@
-"""Read a vector index in a child process: whether Chroma can open it, count it, list its ids
-and search from a sample of its own vectors (what the searches find is not judged: a healthy
-index with writes still in Chroma's log can miss them). A crash inside Chroma (a torn index
-file can take the process down) is then the child's exit status, not the end of the command
-that asked.
+"""Read a vector index in a child process: whether Chroma can open it, count it, list its ids,
+return the vectors of a wide sample of them (Chroma reads them from its index files: a cut or
+partly zeroed ``data_level0.bin`` fails there, but only for the vectors in the damaged part, so
+a sample of eight missed it in one run of two) and search from a few of them, each search's
+best match at the distance its stored vector gives. A crash inside Chroma (a torn index file
+can take the process down) is then the child's exit status, not the end of the command that
+asked.
 
 Run as ``python -m assistant.store.chroma.probe CHROMA_DIR NAME...``: exit 0 when every named
 collection reads; otherwise one line on stderr saying what failed, and exit 3.
@@ -15,7 +17,8 @@ import sys
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 300.0  # a probe reads every id: generous for 100,000 abstracts
-SAMPLES = 8  # vectors searched from, spread over the index
+READ = 1_000  # vectors read, spread over the index (one read of ~1.5 MB)
+SEARCHES = 8  # of them searched from
 
 
 def probe(chroma_dir: Path, names: list[str]) -> str | None:
@@ -38,18 +41,31 @@ def probe(chroma_dir: Path, names: list[str]) -> str | None:
 def _read(chroma_dir: Path, name: str) -> None:
     from assistant.store.base import Filter
     from assistant.store.chroma.vectors import open_for_probe
+    from assistant.store.filtered import cosines
 
     collection = open_for_probe(chroma_dir, name)
     count = collection.count()
     ids = collection.ids()
     if len(ids) != count:
         raise RuntimeError(f"{name} counts {count} vectors but lists {len(ids)}")
-    picks = sorted({ids[i * len(ids) // SAMPLES] for i in range(SAMPLES)}) if ids else []
+    picks = _spread(ids, READ)
     vectors = collection.get_vectors(picks)
     if len(vectors) != len(picks):
         raise RuntimeError(f"{name} lists vectors it cannot return")
-    for vector in vectors.values():  # loads the index and walks its links
-        collection.query(vector, min(10, count), Filter())
+    for item_id in _spread(sorted(vectors), SEARCHES):  # loads the index and walks its links
+        query = vectors[item_id]
+        matches = collection.query(query, min(10, count), Filter())
+        if not matches:
+            raise RuntimeError(f"{name}: a search from {item_id} found nothing")
+        best = matches[0]
+        stored = collection.get_vectors([best.item_id]).get(best.item_id)
+        if stored is None or abs(cosines(stored[None, :], query)[0] - best.similarity) > 1e-3:
+            raise RuntimeError(f"{name}: a search from {item_id} is not at its stored distance")
+
+
+def _spread(ids: list[str], n: int) -> list[str]:
+    """Up to n of the ids, evenly spread."""
+    return sorted({ids[i * len(ids) // n] for i in range(n)}) if len(ids) > n else list(ids)
 
 
 def main(argv: list[str]) -> int:
