@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 from assistant.ingest.phrases import topic_phrase
 from assistant.text.normalise import split_sentences
@@ -193,6 +194,7 @@ def _spelled_out(abstract: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=2048)  # asked of each hit, several times per question (``Hit.names``)
 def coined_name(abstract: str) -> str | None:
     """The name the abstract gives its contribution, if it gives one."""
     spelled = _spelled_out(abstract)
