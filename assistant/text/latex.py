@@ -11,10 +11,12 @@ The stored abstract and ``--json`` output keep the original text; this is for di
 from __future__ import annotations
 
 import re
+from functools import cache
+from typing import TYPE_CHECKING
 
-from pylatexenc import latexwalker, macrospec
-from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
-from pylatexenc.latex2text import get_default_latex_context_db as _text_specs
+if TYPE_CHECKING:
+    from pylatexenc.latex2text import LatexNodes2Text
+    from pylatexenc.macrospec import LatexContextDb
 
 # Inline or display math. ``$...$`` follows pandoc: the opening $ has a non-space on its right,
 # the closing $ a non-space on its left and no digit after it ("from $5 to $10" is not math).
@@ -35,19 +37,21 @@ _GLUED_OPERATOR = re.compile(
 )
 
 
-def _contexts() -> tuple[macrospec.LatexContextDb, macrospec.LatexContextDb]:
+@cache
+def _engine() -> tuple[LatexContextDb, LatexContextDb, LatexNodes2Text]:
+    """pylatexenc's parsing and printing rules, and its printer: made when a text first has a
+    backslash (~25 ms of a cold start that most answers do not need)."""
+    from pylatexenc import latexwalker, macrospec
+    from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
+
     parse = latexwalker.get_default_latex_context_db()
     parse.add_context_category(
         "assistant", macros=[macrospec.MacroSpec("href", "{{")], prepend=True
     )  # pylatexenc knows how to print \href{url}{text} but not how to parse it
-    text = _text_specs()
+    text = get_default_latex_context_db()
     # Keep the argument of macros it has no rule for (\texttt{x}, \operatorname{x}) as text.
     text.set_unknown_macro_spec(MacroTextSpec("", discard=False))
-    return parse, text
-
-
-_PARSE, _TEXT = _contexts()
-_CONVERTER = LatexNodes2Text(latex_context=_TEXT, math_mode="text")
+    return parse, text, LatexNodes2Text(latex_context=text, math_mode="text")
 
 
 def has_latex(text: str) -> bool:
@@ -56,14 +60,15 @@ def has_latex(text: str) -> bool:
         return True
     for match in _COMMAND.finditer(text):
         name = match.group(1)
-        if name is None or _PARSE.get_macro_spec(name) or _known_text_macro(name):
+        if name is None or _engine()[0].get_macro_spec(name) or _known_text_macro(name):
             return True
     return False
 
 
 def _known_text_macro(name: str) -> bool:
-    spec = _TEXT.get_macro_spec(name)
-    return spec is not None and spec is not _TEXT.unknown_macro_spec
+    text = _engine()[1]
+    spec = text.get_macro_spec(name)
+    return spec is not None and spec is not text.unknown_macro_spec
 
 
 def _protect(text: str) -> str:
@@ -75,11 +80,14 @@ def latex_to_text(text: str) -> str:
     """Readable text for the terminal; text without LaTeX markup is returned unchanged."""
     if ("\\" not in text and "$" not in text) or not has_latex(text):
         return text
+    from pylatexenc.latexwalker import LatexWalker
+
+    parse, _, converter = _engine()
     try:
         source = _GLUED_OPERATOR.sub(r" \1", _protect(text))
-        walker = latexwalker.LatexWalker(source, latex_context=_PARSE, tolerant_parsing=True)
+        walker = LatexWalker(source, latex_context=parse, tolerant_parsing=True)
         nodes, _, _ = walker.get_latex_nodes()
-        out = _CONVERTER.nodelist_to_text(nodes)
+        out = converter.nodelist_to_text(nodes)
     except Exception:  # pylatexenc bugs on odd input: the source is still readable, show it
         return text
     return out.replace("\xa0", " ")
