@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from assistant.cli.main import main
 from assistant.ingest.corpus import Paper
-from tests.conftest import rewrite_records, write_seed
+from tests.conftest import write_seed
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -512,15 +512,15 @@ def test_a_rebuild_cut_short_leaves_readers_told_and_the_next_run_finishes_it(
     assert code == 0 and details["problems"] == [] and details["papers"] == 95, err
 
 
-def _cut_repair(store: Path, after: int, inside: bool) -> None:
-    """An ``ingest --repair`` of ``store`` stopped in its batch number ``after`` + 1: before it
-    writes anything, or (``inside``) once the catalog has been told and no vector written. It
+def _cut_repair(store: Path, after: int) -> None:
+    """An ``ingest --repair`` of ``store`` stopped in its batch number ``after`` + 1, before it
+    writes anything (cut once the catalog has been told: tests/test_store_journal.py). It
     runs in this process; what follows runs in processes of its own (Chroma keeps a path's
     index in memory for the life of a process, so this one would not read the damage)."""
     from assistant import Assistant, load_settings
     from assistant.store import local
 
-    target = local.write_vectors if inside else local.LocalStore.write
+    target = local.LocalStore.write
     calls: list[int] = []
 
     def stopped(*args: Any, **kwargs: Any) -> None:
@@ -531,37 +531,9 @@ def _cut_repair(store: Path, after: int, inside: bool) -> None:
 
     settings = load_settings(store={"path": store}, embedding={"provider": "hashing"})
     with pytest.MonkeyPatch.context() as mp:
-        if inside:
-            mp.setattr(local, "write_vectors", stopped)
-        else:
-            mp.setattr(local.LocalStore, "write", stopped)
+        mp.setattr(local.LocalStore, "write", stopped)
         with pytest.raises(KeyboardInterrupt), Assistant(settings) as assistant:
             assistant.repair()
-
-
-@pytest.mark.parametrize("older", [False, True])
-def test_a_repair_cut_inside_a_batch_loses_no_paper(saved_index: Path, tmp_path: Path, older: bool):
-    """Before: the rebuild marked each batch pending, and the next run, given no papers, took
-    the cut batch's 8 papers back (a reviewer's kills: 285 papers -> 221). ``older``: a store
-    an older version fingerprinted (file position and metadata included), whose papers are
-    judged unchanged by their text all the same (before: 95 -> 87; a reviewer's kill, 31)."""
-    from assistant.store.catalog import Catalog
-    from tests.test_positions import _positional_fingerprint
-
-    store = tmp_path / "store"
-    shutil.copytree(saved_index, store)
-    if older:
-        catalog = Catalog(store / "catalog.sqlite3")
-        papers = list(catalog.iter_ready())
-        catalog.close()
-        rewrite_records(store, [(p.paper_id, _positional_fingerprint(p), p.label) for p in papers])
-    _empty_id_map(store)
-    _cut_repair(store, after=3, inside=True)
-    code, out, err = run_process("ingest", "--repair", "--store", str(store))
-    assert code == 0, err
-    code, details, err = info(store, run_process)
-    assert code == 0 and details["problems"] == [] and details["papers"] == 95, err
-    assert details["unfinished"] == 0
 
 
 def test_a_rebuild_keeps_the_metadata_given_with_the_papers(saved_index: Path, tmp_path: Path):
@@ -597,7 +569,7 @@ def test_a_rebuild_whose_new_index_is_damaged_too_starts_again(saved_index: Path
     damaged = list((store / "chroma").glob("*/index_metadata.pickle"))
     _empty_id_map(store)
     # 9 batches of 8 papers: over 1,000 sentence vectors, so Chroma saved the new index once.
-    _cut_repair(store, after=9, inside=False)
+    _cut_repair(store, after=9)
     rebuilt = set((store / "chroma").glob("*/index_metadata.pickle")) - set(damaged)
     assert rebuilt
     for pickle in rebuilt:
