@@ -180,6 +180,16 @@ def test_a_literal_survey_cites_every_paper_that_contains_the_term(shipped, corp
     assert not answer.refused and set(cited(answer)) == holding
 
 
+def test_a_survey_whose_one_word_topic_an_abstract_says_is_answered_not_refused(shipped):
+    """The question's vector is far from every abstract (below the closeness bar), but the
+    word it asks about is in one: before, "The abstracts I have do not answer this question"
+    with HyperMARL named as the nearest. An out-of-corpus topic is still refused."""
+    answer = shipped.ask("Which papers use a hypernetwork?")
+    assert not answer.refused and cited(answer) == ["HyperMARL"]
+    assert "hypernetwork" in answer.text
+    assert shipped.ask("Which papers study protein folding?").refused
+
+
 def test_a_survey_says_when_more_papers_match_than_it_shows(shipped):
     answer = shipped.ask("Which papers study diffusion models?", k=2)
     assert len(answer.citations) == 2

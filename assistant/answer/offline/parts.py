@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assistant.answer.offline.question import asked_terms, is_survey
+from assistant.answer.offline.question import asked_terms, is_survey, topic_terms
 from assistant.retrieval.hybrid import Hit
 from assistant.text.terms import analyze
 
@@ -192,9 +192,13 @@ def literal_terms(question: str) -> list[str]:
 
 def holds_literal(question: str, hits: Sequence[Hit]) -> bool:
     """A survey with a literal condition that a retrieved paper contains word for word: it is
-    relevant however little the question resembles the abstract ("… code on GitHub?")."""
-    terms = literal_terms(question)
-    if not terms or not is_survey(question):
+    relevant however little the question resembles the abstract ("… code on GitHub?"). With
+    no literal term, the whole topic said word for word ("Which papers use a hypernetwork?":
+    HyperMARL's abstract says "hypernetwork", far as the question's vector is from it)."""
+    if not is_survey(question):
+        return False
+    terms = literal_terms(question) or topic_terms(question)
+    if not terms:
         return False
     return any(holds(terms, h) for h in hits)
 
