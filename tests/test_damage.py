@@ -746,3 +746,40 @@ def test_a_write_mark_over_a_torn_index_is_told_then_rebuilt(saved_index: Path, 
     assert code == 0, err
     assert _repaired(out, 95) and _mark(store) == ""
     assert info(store, run_process)[0] == 0
+
+
+def _zero_vectors_of(folder: Path, paper: str) -> int:
+    """Zeroes the stored vector (only its floats: the label and links stay) of every element
+    of ``paper`` in one of Chroma's saved index folders; the number zeroed."""
+    import pickle
+    import struct
+
+    head = (folder / "header.bin").read_bytes()
+    _, _, _, count, per, label_at, data_at = struct.unpack("<iQQQQQQ", head[:52])
+    labels = pickle.loads((folder / "index_metadata.pickle").read_bytes())["id_to_label"]
+    targets = {label for item, label in labels.items() if item.rsplit(":", 1)[0] == paper}
+    raw = bytearray((folder / "data_level0.bin").read_bytes())
+    zeroed = 0
+    for element in range(count):
+        start = element * per
+        if struct.unpack("<Q", raw[start + label_at : start + label_at + 8])[0] in targets:
+            raw[start + data_at : start + label_at] = bytes(label_at - data_at)
+            zeroed += 1
+    (folder / "data_level0.bin").write_bytes(bytes(raw))
+    return zeroed
+
+
+def test_the_zeroed_vectors_of_one_paper_are_found_by_the_check(saved_index: Path, tmp_path: Path):
+    """A new user's trial: a few vectors zeroed in ``data_level0.bin`` (a lost 4 KB page of a
+    crash) made the paper drop out of `search` and `ask` with exit 0, while `info --check`
+    said the store was whole and `ingest --repair` found nothing to repair."""
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    code, out, err = run_process("search", "--json", "diffusion", "--store", str(store))
+    assert code == 0, err
+    paper = json.loads(out)["hits"][0]["paper_id"]
+    pickles = list((store / "chroma").glob("*/index_metadata.pickle"))
+    assert sum(_zero_vectors_of(p.parent, paper) for p in pickles) > 0
+    code, _, err = run_process("info", "--check", "--store", str(store))
+    assert code == 1, "info --check said a store with zeroed vectors was whole"
+    assert f"a vector index in {store} cannot be read" in one_line(err)

@@ -123,3 +123,24 @@ def test_indexes_reopen_probe_and_move_aside(indexes: VectorIndexes):
     fresh = indexes.open("abstracts")
     assert fresh.count() == 0
     fresh.close()
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (np.zeros(DIM, dtype=np.float32), "has length 0"),  # a zeroed page of the index file
+        (np.full(DIM, 3.0, dtype=np.float32), "has length 12"),  # bytes overwritten
+    ],
+)
+def test_the_probe_finds_a_stored_vector_no_embedder_wrote(
+    indexes: VectorIndexes, written: np.ndarray, said: str
+):
+    """Searches leave such a vector's paper out without an error (a new user's trial: the
+    paper gone from `search`, `ask` refused, `info --check` and `--repair` found nothing)."""
+    from assistant.store.chroma.probe import check
+
+    index, ids, _ = _filled(indexes)
+    check(index, "abstracts")  # whole
+    index.upsert([ids[7]], written[None, :], None, [{"paper_id": "p2", "year": 2024}])
+    with pytest.raises(RuntimeError, match=f"stored vector of {ids[7]} {said}"):
+        check(index, "abstracts")

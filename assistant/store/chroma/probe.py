@@ -1,7 +1,8 @@
 """Read a vector index in a child process: whether Chroma can open it, count it, list its ids,
-return the vectors of a wide sample of them (Chroma reads them from its index files: a cut or
-partly zeroed ``data_level0.bin`` fails there, but only for the vectors in the damaged part, so
-a sample of eight missed it in one run of two) and search from a few of them, each search's
+return the vectors of a wide sample of them, each of unit length as embedders write them
+(Chroma reads them from its index files: a cut or partly zeroed ``data_level0.bin`` fails
+there, or returns zeros, but only for the vectors in the damaged part, so a sample of eight
+missed it in one run of two) and search from a few of them, each search's
 best match at the distance its stored vector gives. A crash inside Chroma (a torn index file
 can take the process down) is then the child's exit status, not the end of the command that
 asked.
@@ -16,9 +17,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from assistant.store.vector_index import VectorIndex
+
 PROBE_TIMEOUT_S = 300.0  # a probe reads every id: generous for 100,000 abstracts
 READ = 1_000  # vectors read, spread over the index (one read of ~1.5 MB)
 SEARCHES = 8  # of them searched from
+UNIT = 1e-2  # how far from 1 a stored vector's length may be (embedders write unit vectors)
 
 
 def probe(chroma_dir: Path, names: list[str]) -> str | None:
@@ -39,26 +45,38 @@ def probe(chroma_dir: Path, names: list[str]) -> str | None:
 
 
 def _read(chroma_dir: Path, name: str) -> None:
-    from assistant.store.base import Filter
     from assistant.store.chroma.vectors import open_for_probe
+
+    check(open_for_probe(chroma_dir, name), name)
+
+
+def check(index: VectorIndex, name: str) -> None:
+    """Raise when the index does not read whole: its ids against its count, a wide sample of
+    its vectors (each the unit vector an embedder writes: a zeroed or overwritten one in the
+    index file is not, and makes its paper drop out of searches without an error), and a few
+    searches from them, each best match at the distance its stored vector gives."""
+    from assistant.store.base import Filter
     from assistant.store.filtered import cosines
 
-    collection = open_for_probe(chroma_dir, name)
-    count = collection.count()
-    ids = collection.ids()
+    count = index.count()
+    ids = index.ids()
     if len(ids) != count:
         raise RuntimeError(f"{name} counts {count} vectors but lists {len(ids)}")
     picks = _spread(ids, READ)
-    vectors = collection.get_vectors(picks)
+    vectors = index.get_vectors(picks)
     if len(vectors) != len(picks):
         raise RuntimeError(f"{name} lists vectors it cannot return")
+    for item_id, vector in vectors.items():
+        norm = float(np.linalg.norm(vector))
+        if not abs(norm - 1.0) <= UNIT:  # NaN too
+            raise RuntimeError(f"{name}: the stored vector of {item_id} has length {norm:.3g}")
     for item_id in _spread(sorted(vectors), SEARCHES):  # loads the index and walks its links
         query = vectors[item_id]
-        matches = collection.query(query, min(10, count), Filter())
+        matches = index.query(query, min(10, count), Filter())
         if not matches:
             raise RuntimeError(f"{name}: a search from {item_id} found nothing")
         best = matches[0]
-        stored = collection.get_vectors([best.item_id]).get(best.item_id)
+        stored = index.get_vectors([best.item_id]).get(best.item_id)
         if stored is None or abs(cosines(stored[None, :], query)[0] - best.similarity) > 1e-3:
             raise RuntimeError(f"{name}: a search from {item_id} is not at its stored distance")
 
