@@ -454,7 +454,7 @@ def _check_embedder(
 _EMBEDDERS = (
     ("minilm-l6-v2-q8@", "MiniLM int8, each text alone (`ingest --fast`)", "minilm-fast"),
     ("minilm-l6-v2-fast@", "MiniLM int8 in batches (the old `ingest --fast`)", "minilm"),
-    ("minilm-l6-v2-int8@", "the default MiniLM (the shipped file, fp32)", "minilm"),
+    ("minilm-l6-v2-int8@", "the default MiniLM", "minilm"),
     ("openai:", "OpenAI's embeddings", "openai"),
     ("hashing-ngrams@", "the hashing test embedder", "hashing"),
 )
