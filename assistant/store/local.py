@@ -41,7 +41,6 @@ from assistant.store.filtered import (
     AllowedCache,
     Facets,
     allowed_from,
-    cosines,
     exact,
     exact_nearest,
     sentences_named,
@@ -49,7 +48,12 @@ from assistant.store.filtered import (
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.locking import index_files, writer_lock, writer_running
 from assistant.store.segments import SegmentedLexical
-from assistant.store.vector_index import VectorIndex, VectorIndexes, damaged_message
+from assistant.store.vector_index import (
+    VectorIndex,
+    VectorIndexes,
+    best_at_its_distance,
+    damaged_message,
+)
 from assistant.text.terms import analyze
 
 T = TypeVar("T")
@@ -448,12 +452,9 @@ class LocalStore(Store):
         if not matches and n > 0 and self.catalog.has_ready():
             said = "it found no vector of the papers asked about, which the catalog holds"
             raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
-        if matches:
-            best = matches[0]
-            stored = index.get_vectors([best.item_id]).get(best.item_id)
-            if stored is None or abs(cosines(stored[None, :], vector)[0] - best.similarity) > 1e-3:
-                said = f"the stored vector of {best.item_id} does not give the distance returned"
-                raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
+        if matches and not best_at_its_distance(index, vector, matches):
+            said = f"the stored vector of {matches[0].item_id} does not give the distance returned"
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), said))
         return matches
 
     def _sentence_ids(self, allowed: Allowed) -> tuple[str, ...] | None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from assistant.store.base import Filter, Match
+from assistant.store.filtered import cosines
 
 
 class VectorIndex(ABC):
@@ -104,4 +105,15 @@ def damaged_message(store: str, said: str) -> str:
         f"a vector index in {store} cannot be read ({said[:300]}). The catalog is intact: "
         f"`assistant ingest --repair --store {store}` rebuilds the index from it (its papers "
         "are embedded again), as does the next `assistant ingest PATHS` into this store"
+    )
+
+
+def best_at_its_distance(index: VectorIndex, query: np.ndarray, matches: Sequence[Match]) -> bool:
+    """The first match's stored vector gives the similarity the index returned for it (one
+    read by id): a damaged index file can answer a search without an error, with neighbours
+    at distances its vectors do not give."""
+    best = matches[0]
+    stored = index.get_vectors([best.item_id]).get(best.item_id)
+    return (
+        stored is not None and not abs(cosines(stored[None, :], query)[0] - best.similarity) > 1e-3
     )

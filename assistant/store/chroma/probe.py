@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.store.vector_index import VectorIndex
+from assistant.store.vector_index import VectorIndex, best_at_its_distance
 
 PROBE_TIMEOUT_S = 300.0  # a probe reads every id: generous for 100,000 abstracts
 READ = 1_000  # vectors read, spread over the index (one read of ~1.5 MB)
@@ -56,7 +56,6 @@ def check(index: VectorIndex, name: str) -> None:
     index file is not, and makes its paper drop out of searches without an error), and a few
     searches from them, each best match at the distance its stored vector gives."""
     from assistant.store.base import Filter
-    from assistant.store.filtered import cosines
 
     count = index.count()
     ids = index.ids()
@@ -75,9 +74,7 @@ def check(index: VectorIndex, name: str) -> None:
         matches = index.query(query, min(10, count), Filter())
         if not matches:
             raise RuntimeError(f"{name}: a search from {item_id} found nothing")
-        best = matches[0]
-        stored = index.get_vectors([best.item_id]).get(best.item_id)
-        if stored is None or abs(cosines(stored[None, :], query)[0] - best.similarity) > 1e-3:
+        if not best_at_its_distance(index, query, matches):
             raise RuntimeError(f"{name}: a search from {item_id} is not at its stored distance")
 
 
