@@ -193,7 +193,11 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     """A Paper from one raw record; raises ValueError naming what is wrong."""
     raw = record.get("abstract")
     if raw is None:
-        raise ValueError("no 'abstract' field")
+        found = ", ".join(str(key) for key in list(record)[:8]) or "none"
+        raise ValueError(
+            f"no 'abstract' field (fields found: {found}; name the field that holds the "
+            "abstract text 'abstract')"
+        )
     if not isinstance(raw, str):
         raise ValueError(f"'abstract' is not text: {raw!r:.60}")
     abstract = normalize_text(raw)
@@ -353,6 +357,7 @@ def iter_file(
     kind = _kind(path, encoding)
     notes = warnings if warnings is not None else []
     found = False
+    skipped: dict[str, list[int]] = {}  # why -> the positions of the records skipped for it
     with path.open(encoding=encoding, newline="" if kind == "csv" else None) as handle:
         try:
             for position, record in _rows(
@@ -375,15 +380,17 @@ def iter_file(
                 try:
                     yield make_paper(record, f"{path.name}#{position}")
                 except ValueError as exc:
-                    yield InputFileError(f"{path}#{position}", f"{exc}; row skipped")
+                    skipped.setdefault(str(exc), []).append(position)
         except (ValueError, SyntaxError) as exc:  # a whole-file parser's (JSON, XML, Atom)
             problem = InputFileError(
                 str(path), f"not a readable {_FORMAT_NAME[kind]} file: {_said(exc)}"
             )
             if not found:
                 raise problem from exc
+            yield from _skipped(path, _POSITION[kind], skipped)
             yield problem
             return
+    yield from _skipped(path, _POSITION[kind], skipped)
     if not found and not any(n.startswith(f"{path.name}:") for n in notes):
         raise InputFileError(
             str(path),
@@ -391,6 +398,17 @@ def iter_file(
             "file has a header line, then one abstract per paragraph; JSONL/CSV an 'abstract' "
             "field)",
         )
+
+
+def _skipped(path: Path, what: str, skipped: dict[str, list[int]]) -> Iterator[InputFileError]:
+    """One problem per reason records of a file were skipped for, not one per record: a file
+    of 5,000 rows without an 'abstract' field is one line, not 5,000."""
+    for why, positions in skipped.items():
+        if len(positions) == 1:
+            yield InputFileError(f"{path}#{positions[0]}", f"{why}; row skipped")
+            continue
+        shown = ", ".join(str(p) for p in positions[:3]) + (", …" if len(positions) > 3 else "")
+        yield InputFileError(str(path), f"{len(positions)} {what}s skipped ({shown}): {why}")
 
 
 def _said(exc: BaseException) -> str:
