@@ -441,6 +441,30 @@ def test_damaged_index_files_are_told_and_rebuilt(
     assert code == 0 and json.loads(out)["hits"]
 
 
+def test_a_search_over_index_files_changed_from_outside_is_probed_first(
+    saved_index: Path, tmp_path: Path
+):
+    """Index files whose sizes are not as the last writer left them (no mark: damage from
+    outside) are read in a child process before a search reads them: a cut `header.bin`
+    crashed `search` (SIGSEGV, exit -11, no word of the store); now told in one line, every
+    time. A store made before fingerprints were recorded is probed once, then recorded."""
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    with sqlite3.connect(store / "catalog.sqlite3") as db:
+        db.execute("DELETE FROM meta WHERE key = 'vectors_files'")
+    db.close()
+    code, out, err = run_process("search", "--json", "diffusion", "--store", str(store))
+    assert code == 0 and json.loads(out)["hits"], err
+    with sqlite3.connect(store / "catalog.sqlite3") as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'vectors_files'").fetchone()[0]
+    db.close()
+    _cut("header.bin", 0.5)(store)
+    for _ in range(2):
+        code, _, err = run_process("search", "diffusion", "--store", str(store))
+        assert code == 1, err
+        assert "cannot be read" in one_line(err) and "ingest --repair" in err
+
+
 @pytest.mark.parametrize("path", ["ids", "metadata"])
 def test_a_filtered_search_over_a_zeroed_index_file_is_told_not_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str

@@ -105,6 +105,31 @@ def test_a_mark_over_a_damaged_index_sends_readers_to_repair(
     assert report.repaired == 4 and reader.health().problems() == []
 
 
+def test_indexes_changed_from_outside_are_probed_once_before_they_are_read(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """No mark says an index changed from outside (copied in, restored, damaged): its files'
+    fingerprint does. A reader probes such indexes before reading them, once; damage is told
+    even on a read of the index that is whole, and the next ingest rebuilds it."""
+    indexes = ExactIndexes()
+    _ingest(_store(tmp_path, indexes), corpus_papers[:6])
+    paper = corpus_papers[2]
+    assert _nearest(_store(tmp_path, indexes), paper) == paper.paper_id
+    assert indexes.probes == 0  # the writer's own changes are known
+    indexes.touch()  # restored from a backup: whole
+    for _ in range(3):
+        assert _nearest(_store(tmp_path, indexes), paper) == paper.paper_id
+    assert indexes.probes == 1
+    indexes.damage("abstracts-sentences", "a page of zeros")
+    indexes.touch()
+    for _ in range(2):  # told each time, never recorded as whole
+        with pytest.raises(VectorIndexDamagedError, match="a page of zeros.*ingest --repair"):
+            _nearest(_store(tmp_path, indexes), paper)  # the chunk index, which reads
+    report = _ingest(_store(tmp_path, indexes), corpus_papers[6:7])  # the next ingest
+    assert report.repaired == 6 and report.added == 1
+    assert _nearest(_store(tmp_path, indexes), paper) == paper.paper_id
+
+
 @pytest.mark.parametrize("older", [False, True])
 def test_a_repair_cut_inside_a_batch_loses_no_paper(
     tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch, older: bool

@@ -102,6 +102,8 @@ class ExactIndexes(VectorIndexes):
     def __init__(self) -> None:
         self.indexes: dict[str, ExactIndex] = {}
         self.aside: list[dict[str, ExactIndex]] = []
+        self.probes = 0  # how many times they were probed
+        self.touched = 0  # changes made from outside (``touch``), as a file's size and time
 
     def open(self, name: str) -> ExactIndex:
         return self.indexes.setdefault(name, ExactIndex(name))
@@ -112,7 +114,15 @@ class ExactIndexes(VectorIndexes):
     def torn(self) -> str | None:
         return None
 
+    def fingerprint(self) -> str | None:
+        return f"touched {self.touched}"
+
+    def touch(self) -> None:
+        """Change the indexes from outside, as a copy, a restore or a damaged file does."""
+        self.touched += 1
+
     def probe(self, names: Sequence[str]) -> str | None:
+        self.probes += 1
         for name in names:
             index = self.indexes.get(name)
             if index is not None and index.damage:

@@ -16,12 +16,15 @@ while no writer runs has the indexes probed (Chroma's in a child process); if th
 an index cannot be opened or read at all, the next writer moves the indexes aside (Chroma's
 folder to ``chroma.damaged-TIME``, nothing deleted) and embeds every paper again from the
 catalog, with ``vectors_rebuilding`` set until the run ends. Readers meanwhile are told, in one
-line.
+line. Each cleared mark records the index files' fingerprint (meta ``vectors_files``: their
+names and sizes); files that no longer match it were changed from outside (copied, restored,
+damaged), and are probed the same way before they are read, once.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -59,6 +62,7 @@ from assistant.text.terms import analyze
 T = TypeVar("T")
 
 WRITING, REBUILDING = "vectors_writing", "vectors_rebuilding"  # catalog meta: the journal
+FILES = "vectors_files"  # the indexes' fingerprint as the last writer (or probe) left them
 
 
 class LocalStore(Store):
@@ -83,7 +87,8 @@ class LocalStore(Store):
         self._seen = -1  # the catalog's generation, read before the open handles were opened
         self.journal = journal
         self._writing = False  # inside ``writer``: this process holds the writer lock
-        self._probed: tuple[int, str | None] | None = None  # (generation, what a probe said)
+        # ((generation, fingerprint), what a probe said of the indexes then)
+        self._probed: tuple[tuple[int, str | None], str | None] | None = None
         self.moved_aside: list[str] = []  # where unreadable indexes this process moved went
         self._lexical: SegmentedLexical | None = None
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
@@ -129,6 +134,7 @@ class LocalStore(Store):
             self.catalog.set_meta(WRITING, str(os.getpid()))
         yield
         if self.journal:
+            self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
             self.catalog.set_meta(WRITING, "")
 
     def _check_journal(self) -> None:
@@ -138,6 +144,7 @@ class LocalStore(Store):
             return
         rebuilding, writing = self.catalog.get_meta(REBUILDING), self.catalog.get_meta(WRITING)
         if not rebuilding and not writing:
+            self._check_files()
             return
         live = writer_running(self.folder)
         if rebuilding:
@@ -155,9 +162,34 @@ class LocalStore(Store):
             raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
         try:  # read whole: the mark goes, unless a writer has started meanwhile
             with writer_lock(self.folder, wait=False):
+                self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
                 self.catalog.set_meta(WRITING, "")
         except StoreError:
             pass  # that writer looks at the mark itself
+
+    def _check_files(self) -> None:
+        """Index files that changed since the last writer left them (copied in, restored, or
+        damaged from outside: no mark says so) are probed before a reader reads them, once:
+        a damaged one is told, a whole one's fingerprint recorded. Reading them unprobed
+        could answer from what Chroma still reads, or crash inside it."""
+        now = self._changed_outside()
+        if now is None or writer_running(self.folder):
+            return
+        fault = self.probe()
+        if fault and not writer_running(self.folder):  # not a writer's save met mid-way
+            raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
+        if not fault:
+            self._record_files(now)
+
+    def _record_files(self, probed: str) -> None:
+        """Record the fingerprint of indexes a probe read whole, unless a writer has started
+        since (or the store cannot be written: then the next reader probes again)."""
+        try:
+            with writer_lock(self.folder, wait=False):
+                if self.indexes.fingerprint() == probed:
+                    self.catalog.set_meta(FILES, probed)
+        except (StoreError, OSError, sqlite3.Error):
+            pass
 
     @contextmanager
     def writer(
@@ -173,11 +205,11 @@ class LocalStore(Store):
 
     def probe(self) -> str | None:
         """What reading the vector indexes whole met (None: they read whole), once per
-        generation of the catalog."""
-        generation = self.catalog.generation
-        if self._probed is None or self._probed[0] != generation:
+        generation of the catalog and state of the index files."""
+        state = (self.catalog.generation, self.indexes.fingerprint())
+        if self._probed is None or self._probed[0] != state:
             names = [self._name(kind) for kind in self._kinds()]
-            self._probed = (generation, self.indexes.probe(names))
+            self._probed = (state, self.indexes.probe(names))
         return self._probed[1]
 
     @property
@@ -346,12 +378,21 @@ class LocalStore(Store):
         torn = self.indexes.torn()
         if torn:
             self._move_aside(torn)
-        elif self.catalog.get_meta(WRITING):
+        elif self.catalog.get_meta(WRITING) or self._changed_outside() is not None:
             fault = self.probe()
             if fault:
                 self._move_aside(fault)
             else:
+                self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
                 self.catalog.set_meta(WRITING, "")
+
+    def _changed_outside(self) -> str | None:
+        """The indexes' fingerprint when their files are not as the last writer left them
+        (or, in a store made by an older version, nobody recorded how it left them)."""
+        now = self.indexes.fingerprint()
+        if now is None or now == self.catalog.get_meta(FILES) or not self.catalog.has_ready():
+            return None
+        return now
 
     def _move_aside(self, reason: str) -> None:
         """Move the indexes aside (Chroma's ``chroma`` to ``chroma.damaged-TIME``, nothing

@@ -87,6 +87,12 @@ class VectorIndexes(ABC):
     def torn(self) -> str | None:
         """What is visibly missing from the indexes' home, in a few words (None: nothing)."""
 
+    def fingerprint(self) -> str | None:
+        """What the indexes' files look like on disk (names, sizes, times), to tell a change
+        made from outside (a copy, a restore, damage) from the last writer's; None where there
+        are no files to look at (a server's indexes, memory)."""
+        return None
+
     @abstractmethod
     def probe(self, names: Sequence[str]) -> str | None:
         """Read these indexes whole, apart from the caller: None, or what failed."""

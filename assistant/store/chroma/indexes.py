@@ -3,6 +3,7 @@ a server (then the server keeps them, and there is nothing here to probe or move
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,28 @@ class ChromaIndexes(VectorIndexes):
         if self.present() and self.home and not (self.home / "chroma.sqlite3").is_file():
             return "its database chroma.sqlite3 is missing"
         return None
+
+    def fingerprint(self) -> str | None:
+        """The name and size of every file under the subfolders of ``chroma``, whatever they
+        are called: a file cut, grown or gone. Not their times or bytes: a reader opening a
+        small collection rewrites its index files, same sizes, with bytes that differ where
+        nothing is stored. The database beside them is left out: Chroma writes it on reads
+        too, and reports its damage itself."""
+        if self.home is None or not self.home.is_dir():
+            return None
+        digest = hashlib.blake2b(digest_size=12)
+        for folder, subfolders, files in os.walk(self.home):
+            subfolders.sort()
+            if Path(folder) == self.home:
+                continue
+            for name in sorted(files):
+                path = Path(folder, name)
+                try:
+                    size = path.stat().st_size
+                except FileNotFoundError:  # gone while listed: a change all the same
+                    continue
+                digest.update(f"{path.relative_to(self.home).as_posix()}\0{size}\n".encode())
+        return digest.hexdigest()
 
     def probe(self, names: Sequence[str]) -> str | None:
         return probe(self.home, list(names)) if self.home is not None else None
