@@ -209,3 +209,40 @@ def test_bibtex_out_tells_colliding_keys_apart():
     out = to_bibtex([one, two, one])
     assert "@misc{li2020soil," in out and "@misc{li2020soila," in out
     assert out.count("@misc") == 2 and "Soil \\& water" in out
+
+
+@pytest.mark.parametrize("export", ["zotero.csv", "zotero_csl.json"])
+def test_zotero_csv_and_csl_json_exports_give_what_its_bibtex_gives(export: str):
+    """Zotero's CSV export names its columns "Abstract Note", "Author" ("Last, First; …"),
+    "Publication Year", "Publication Title", "Key"; its CSL JSON has "author" [{family,
+    given}], "issued" {date-parts}, "container-title". Both were refused ("no 'abstract'
+    column") or read without authors, year, venue or DOI."""
+    papers, warnings = _by_id(FORMATS / export)
+    soil = papers["7QK2XW9E"]  # Zotero's item key, whichever export
+    assert soil.authors == ("Chidi Okafor", "Hans Müller", "Ana Gómez")
+    assert (soil.year, soil.venue) == (2023, "Remote Sensing of Environment")
+    assert (soil.doi, soil.url) == (
+        "10.1016/j.rse.2022.113406",
+        "https://www.sciencedirect.com/science/article/pii/S0034425722005119",
+    )
+    assert soil.abstract.startswith("Soil moisture controls how rainfall splits")
+    glacier = papers["R8M3PLQ2"]
+    assert glacier.authors == ("Sara Lindqvist", "Chidi Okafor") and glacier.year == 2021
+    assert (
+        glacier.venue == "IGARSS 2021 - IEEE International Geoscience and Remote Sensing Symposium"
+    )
+    assert set(papers) == {"7QK2XW9E", "R8M3PLQ2"}
+    assert len(warnings) == 1 and "without an abstract skipped (ZH0U2022)" in warnings[0]
+
+
+def test_a_csl_item_keeps_the_bibtex_key_better_bibtex_gives_it(tmp_path: Path):
+    path = tmp_path / "library.json"
+    path.write_text(
+        '[{"id": "http://zotero.org/users/1/items/AB12CD34", "citation-key": "okafor_soil_2023",'
+        ' "type": "article-journal", "abstract": "Radar soil moisture.",'
+        ' "author": [{"literal": "ESA Climate Office"}], "issued": {"raw": "Feb 2023"}}]',
+        encoding="utf-8",
+    )
+    papers, _ = _by_id(path)
+    paper = papers["okafor_soil_2023"]
+    assert paper.authors == ("ESA Climate Office",) and paper.year == 2023

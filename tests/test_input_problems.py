@@ -44,7 +44,9 @@ def one_line(err: str) -> None:
 def exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of the six exports in tests/data/formats (8 papers with abstracts)."""
     store = tmp_path_factory.mktemp("exports") / "store"
-    code, out, err = run("ingest", str(FORMATS), "--store", str(store))
+    six = ["zotero.bib", "zotero.ris", "openalex_page.json", "openalex_snapshot.jsonl"]
+    six += ["semantic_scholar.json", "arxiv.atom"]  # the Zotero CSV and CSL JSON repeat .bib
+    code, out, err = run("ingest", *(str(FORMATS / name) for name in six), "--store", str(store))
     assert code == 0, err
     assert "8 added" in out
     return store

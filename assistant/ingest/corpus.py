@@ -13,13 +13,13 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from assistant.errors import InputFileError
-from assistant.ingest.formats import Row, clean_doi
+from assistant.ingest.formats import Row, clean_doi, first_last, no_abstract_note
 from assistant.ingest.formats.textfile import encoding_of, not_a_file
 from assistant.ingest.labels import derive_label
 from assistant.text.normalise import content_key, fingerprint, normalize_text
@@ -209,7 +209,10 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     paper_id = given_id or content_key(abstract)  # a blank id ("\r") is no id
     authors = record.get("authors") or ()
     if isinstance(authors, str):
-        authors = [a.strip() for a in re.split(r";|, (?=[A-Z])| and ", authors) if a.strip()]
+        if ";" in authors:  # "Vaswani, Ashish; Shazeer, Noam" (Zotero, Scopus)
+            authors = [first_last(a) for a in authors.split(";") if a.strip()]
+        else:
+            authors = [a.strip() for a in re.split(r", (?=[A-Z])| and ", authors) if a.strip()]
     elif not isinstance(authors, list | tuple):
         raise ValueError(f"'authors' is neither a list nor a ';'-separated string: {authors!r}")
     year = record.get("year")
@@ -279,18 +282,55 @@ def _seed_records(lines: Iterable[str], headers: list[str]) -> Iterator[tuple[in
         yield position + 1, {"abstract": "\n".join(paragraph), **shared}
 
 
-def _csv_records(lines: Iterable[str], path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+# Columns of the CSV exports researchers have, by the field they hold, used when the file has
+# no column of the field's own name: Zotero ("Abstract Note", "Author", "Publication Year",
+# "Publication Title", "Key") and Scopus ("Source title", "Link", "EID").
+_CSV_ALIASES = {
+    "abstract": ("abstract note",),
+    "authors": ("author",),
+    "year": ("publication year",),
+    "venue": ("publication title", "source title", "journal"),
+    "url": ("link",),
+    "id": ("key", "eid"),
+}
+
+
+def _csv_columns(fieldnames: Sequence[str] | None) -> dict[str, str]:
+    """Each field's column (lower-cased name -> the name as written), aliases included."""
+    columns = {c.strip().lower(): c for c in (fieldnames or []) if c}
+    for key, aliases in _CSV_ALIASES.items():
+        alias = next((a for a in aliases if a in columns), None)
+        if key not in columns and alias is not None:
+            columns[key] = columns[alias]
+    return columns
+
+
+def _csv_records(
+    lines: Iterable[str], path: Path, notes: list[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One record per row. In a reference manager's export (its abstract column has the
+    manager's name for it), rows without an abstract are counted in one note, as the other
+    exports' are, not each an error."""
     reader = csv.DictReader(lines)
-    columns = {c.strip().lower(): c for c in (reader.fieldnames or []) if c}
+    columns = _csv_columns(reader.fieldnames)
+    exported = "abstract" in columns and columns["abstract"].strip().lower() != "abstract"
     if "abstract" not in columns:
-        found = ", ".join(columns) or "none"
+        found = ", ".join(c.strip().lower() for c in reader.fieldnames or [] if c) or "none"
         raise InputFileError(
             str(path),
             f"no 'abstract' column (columns found: {found}); "
             "name the column that holds the abstract text 'abstract'",
         )
+    skipped: list[str] = []
     for row_no, row in enumerate(reader, start=1):
-        yield row_no, {key: row.get(original) for key, original in columns.items()}
+        record = {key: row.get(original) for key, original in columns.items()}
+        if exported and not str(record.get("abstract") or "").strip():
+            skipped.append(str(record.get("id") or f"row {row_no}"))
+            continue
+        yield row_no, record
+    note = no_abstract_note(path.name, skipped, "rows")
+    if note:
+        notes.append(note)
 
 
 def _kind_of_name(name: str) -> str | None:
@@ -323,7 +363,7 @@ def _rows(
         "seed": lambda: _seed_records(handle, headers),
         "jsonl": lambda: json_works.jsonl_rows(handle, path.name, notes),
         "json": lambda: json_works.json_rows(handle, path.name, notes),
-        "csv": lambda: _csv_records(handle, path),
+        "csv": lambda: _csv_records(handle, path, notes),
         "bibtex": lambda: bibtex.rows(handle, path.name, notes),
         "ris": lambda: ris.rows(handle, path.name, notes),
         "atom": lambda: arxiv.rows(handle, path.name, notes),

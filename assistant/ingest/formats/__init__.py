@@ -25,6 +25,12 @@ def clean_doi(value: object) -> str | None:
     return doi or None
 
 
+def first_last(name: str) -> str:
+    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is."""
+    last, sep, first = name.partition(",")
+    return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
+
+
 def year_in(value: object) -> int | None:
     """The year of '2023', '2023-05-01', '2023/05//' or 2023; None when there is none."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -39,7 +45,7 @@ def no_abstract_note(name: str, skipped: list[str], what: str = "entries") -> st
         return None
     shown = ", ".join(skipped[:3]) + (", …" if len(skipped) > 3 else "")
     if len(skipped) == 1:
-        what = {"entries": "entry", "records": "record", "works": "work"}.get(what, what)
+        what = what.removesuffix("s").replace("entrie", "entry")
     return (
         f"{name}: {len(skipped)} {what} without an abstract skipped ({shown}); "
         "export them with their abstracts to index them"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from assistant.ingest.formats import Row, clean_doi, no_abstract_note, year_in
+from assistant.ingest.formats import Row, clean_doi, first_last, no_abstract_note, year_in
 
 
 def _first(record: dict[str, Any], *keys: str) -> str:
@@ -26,7 +26,7 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": _first(raw, "id") or None,
         "title": _first(raw, "title", "primary_title"),
-        "authors": [_name(a) for a in authors if isinstance(a, str) and a.strip()],
+        "authors": [first_last(a) for a in authors if isinstance(a, str) and a.strip()],
         "year": year_in(_first(raw, "year", "publication_year", "date")),
         "venue": _first(
             raw, "secondary_title", "journal_name", "alternate_title3", "alternate_title2"
@@ -36,12 +36,6 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         "url": next((u.strip() for u in urls if "doi.org/" not in u), None) or None,
         "abstract": _first(raw, "abstract", "notes_abstract"),
     }
-
-
-def _name(name: str) -> str:
-    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is."""
-    last, sep, first = name.partition(",")
-    return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
 
 
 def rows(handle: TextIO, name: str, notes: list[str]) -> Iterator[Row]:
