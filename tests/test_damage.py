@@ -465,6 +465,45 @@ def test_a_search_over_index_files_changed_from_outside_is_probed_first(
         assert "cannot be read" in one_line(err) and "ingest --repair" in err
 
 
+def test_an_index_folder_this_user_cannot_write_is_said_so_and_never_set_aside(
+    saved_index: Path, tmp_path: Path
+):
+    """Chroma writes its database even to read. A read-only `chroma/` was probed, failed,
+    and was told as a damaged index with `--repair` advice, which then set the whole index
+    aside and embedded every paper again (a new user's trial)."""
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # root writes anywhere: drop the capabilities that let it
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv to drop its capabilities")
+        caps = "-dac_override,-dac_read_search,-fowner"
+        as_user = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    store = tmp_path / "store"
+    shutil.copytree(saved_index, store)
+    with sqlite3.connect(store / "catalog.sqlite3") as db:  # made before fingerprints: probed
+        db.execute("DELETE FROM meta WHERE key = 'vectors_files'")
+    db.close()
+    folders = [store / "chroma", *(p for p in (store / "chroma").rglob("*") if p.is_dir())]
+    for path in [*folders, store / "chroma" / "chroma.sqlite3"]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env["ASSISTANT_EMBEDDING__PROVIDER"] = "hashing"
+    try:
+        for command in (["search", "diffusion"], ["ingest", "--repair"]):
+            done = subprocess.run(
+                [*as_user, sys.executable, "-m", "assistant", *command, "--store", str(store)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 1, done.stderr
+            assert "is not writable by this user" in one_line(done.stderr)
+    finally:
+        for path in folders:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert not list(store.glob("chroma.damaged-*"))
+
+
 @pytest.mark.parametrize("path", ["ids", "metadata"])
 def test_a_filtered_search_over_a_zeroed_index_file_is_told_not_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str

@@ -40,6 +40,10 @@ def repair_summary(console: Console, report: IngestReport, store: str) -> None:
         f"{report.recovered} unfinished from an interrupted run settled"
         if report.recovered
         else "",
+        f"{report.dropped} {'vector' if report.dropped == 1 else 'vectors'} of papers not in "
+        "the catalog removed"
+        if report.dropped
+        else "",
     ]
     if not any(done):
         console.print(f"Nothing to repair in [cyan]{escape(store)}[/]: every paper is whole.")

@@ -30,6 +30,7 @@ class IngestReport:
     removed: int = 0
     recovered: int = 0  # unfinished papers from an interrupted run, finished or undone
     repaired: int = 0  # ready papers whose vectors were gone, re-embedded
+    dropped: int = 0  # vectors of papers not in the catalog, removed
     duplicates: int = 0
     chunks_written: int = 0
     files: int = 0
@@ -51,6 +52,7 @@ class IngestReport:
             "removed": self.removed,
             "recovered": self.recovered,
             "repaired": self.repaired,
+            "dropped_vectors": self.dropped,
             "duplicates": self.duplicates,
             "chunks_written": self.chunks_written,
             "files": self.files,
@@ -108,6 +110,7 @@ class Ingestor:
             files=len(loaded.files),
             problems=list(loaded.problems),
             warnings=list(loaded.warnings),
+            dropped=self.store.dropped,
         )
         # Finish what an interrupted run left: pending papers not in this input, and papers
         # being deleted, are removed; pending papers in this input are rewritten.

@@ -152,10 +152,12 @@ class Store(ABC):
     def remove(self, paper_ids: Sequence[str]) -> None:
         """Remove papers and everything derived from them."""
 
+    dropped = 0  # vectors of papers the store does not hold, dropped by the last ``repair``
+
     @abstractmethod
     def repair(self) -> set[str]:
-        """Drop vectors of papers the store does not hold; return the ready papers whose
-        vectors are (partly) gone, for the caller to embed again."""
+        """Drop vectors of papers the store does not hold (counted in ``dropped``); return the
+        ready papers whose vectors are (partly) gone, for the caller to embed again."""
 
     @contextmanager
     def writer(

@@ -169,17 +169,42 @@ class LocalStore(Store):
 
     def _check_files(self) -> None:
         """Index files that changed since the last writer left them (copied in, restored, or
-        damaged from outside: no mark says so) are probed before a reader reads them, once:
-        a damaged one is told, a whole one's fingerprint recorded. Reading them unprobed
-        could answer from what Chroma still reads, or crash inside it."""
+        damaged from outside: no mark says so) are probed before a reader reads them, and
+        compared with the catalog, once: a damaged index, or one that lacks the catalog's
+        papers or holds others (a backup of one restored beside a newer copy of the other),
+        is told; a whole one's fingerprint is recorded. Reading them unchecked could answer
+        from what Chroma still reads, or crash inside it. A writer's own changes are never
+        seen here (it records the fingerprint before it clears its mark), so a writer that
+        runs does not excuse the check: it may have just started, not yet probed."""
         now = self._changed_outside()
-        if now is None or writer_running(self.folder):
+        if now is None:
             return
-        fault = self.probe()
-        if fault and not writer_running(self.folder):  # not a writer's save met mid-way
+        fault = self.probe() or self._unmatched()
+        if fault:
+            live = writer_running(self.folder)
+            if live:
+                fault += f"; an ingest ({live}) is running: run this again when it has finished"
             raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
-        if not fault:
-            self._record_files(now)
+        self._record_files(now)
+
+    def _unmatched(self) -> str | None:
+        """How the indexes (read whole by a probe) disagree with the catalog's ready papers,
+        in a few words; None when they agree."""
+        opened = {kind: self.indexes.open(self._name(kind)) for kind in self._kinds()}
+        try:
+            gaps = vector_gaps(self.catalog, opened["chunks"], opened.get("sentences"))
+        finally:
+            for index in opened.values():
+                index.close()
+        said = []
+        if gaps.missing:
+            said.append(f"{_count_of(len(gaps.missing), 'paper')} of the catalog not there")
+        orphans = len(gaps.orphan_chunks) + len(gaps.orphan_sentences)
+        if orphans:
+            said.append(f"{_count_of(orphans, 'vector')} there of no paper of the catalog")
+        if not said:
+            return None
+        return f"it does not match the catalog ({'; '.join(said)}): restored from another copy?"
 
     def _record_files(self, probed: str) -> None:
         """Record the fingerprint of indexes a probe read whole, unless a writer has started
@@ -361,6 +386,7 @@ class LocalStore(Store):
             self.chunks.delete_ids(gaps.orphan_chunks)
             if self.sentences is not None:
                 self.sentences.delete_ids(gaps.orphan_sentences)
+        self.dropped = len(gaps.orphan_chunks) + len(gaps.orphan_sentences)
         return gaps.missing
 
     def verify_vectors(self) -> None:
@@ -646,6 +672,10 @@ def write_vectors(
         None,
         [metas[item.paper.paper_id] for item in batch for _ in item.sentences],
     )
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _count(vectors: Callable[[], VectorIndex | None]) -> int | None:

@@ -363,7 +363,10 @@ class ServerStore(Store):
         self._touch()
 
     def repair(self) -> set[str]:
-        return self._fresh(force=True).repair()
+        cache = self._fresh(force=True)
+        missing = cache.repair()
+        self.dropped = cache.dropped
+        return missing
 
     def flush(self) -> None:
         self._fresh(force=True).flush()

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from assistant.errors import StoreError
 from assistant.store.chroma.probe import probe
 from assistant.store.chroma.vectors import ChromaVectors
 from assistant.store.locking import index_files
@@ -44,7 +45,7 @@ class ChromaIndexes(VectorIndexes):
         if self.home is None or not self.home.is_dir():
             return None
         digest = hashlib.blake2b(digest_size=12)
-        for folder, subfolders, files in os.walk(self.home):
+        for folder, subfolders, files in os.walk(self.home, followlinks=True):
             subfolders.sort()
             if Path(folder) == self.home:
                 continue
@@ -58,7 +59,19 @@ class ChromaIndexes(VectorIndexes):
         return digest.hexdigest()
 
     def probe(self, names: Sequence[str]) -> str | None:
-        return probe(self.home, list(names)) if self.home is not None else None
+        """What a child process met reading the collections whole. A folder this user cannot
+        write is said as that, not as damage: Chroma writes its database even to read, so the
+        probe would fail there, and a repair would set whole indexes aside."""
+        if self.home is None:
+            return None
+        unwritable = _unwritable(self.home)
+        if unwritable is not None:
+            raise StoreError(
+                f"cannot open the store at {self.home}: {unwritable} is not writable by this "
+                "user, and Chroma writes there even to read; make it writable (chmod -R u+w) "
+                "or copy the store to a folder you can write"
+            )
+        return probe(self.home, list(names))
 
     def move_aside(self) -> str | None:
         """``chroma`` becomes ``chroma.damaged-TIME`` (``~N`` added when that exists)."""
@@ -74,3 +87,14 @@ class ChromaIndexes(VectorIndexes):
                 target = target.with_name(f"{target.name.split('~')[0]}~{n}")
             os.replace(self.home, target)
             return str(target)
+
+
+def _unwritable(home: Path) -> Path | None:
+    """The first folder under ``home`` (or its database) this user cannot write, if any."""
+    database = home / "chroma.sqlite3"
+    if database.exists() and not os.access(database, os.W_OK):
+        return database
+    for folder, _, _ in os.walk(home, followlinks=True):
+        if not os.access(folder, os.W_OK):
+            return Path(folder)
+    return None
