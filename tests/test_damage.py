@@ -465,12 +465,14 @@ def test_a_search_over_index_files_changed_from_outside_is_probed_first(
         assert "cannot be read" in one_line(err) and "ingest --repair" in err
 
 
-def test_an_index_folder_this_user_cannot_write_is_said_so_and_never_set_aside(
-    saved_index: Path, tmp_path: Path
+@pytest.mark.parametrize("read_only", ["chroma", "."])
+def test_a_store_this_user_cannot_write_is_said_so_and_never_set_aside(
+    saved_index: Path, tmp_path: Path, read_only: str
 ):
-    """Chroma writes its database even to read. A read-only `chroma/` was probed, failed,
-    and was told as a damaged index with `--repair` advice, which then set the whole index
-    aside and embedded every paper again (a new user's trial)."""
+    """Chroma and SQLite write even to read. A read-only `chroma/` was probed, failed, and was
+    told as a damaged index with `--repair` advice, which then set the whole index aside and
+    embedded every paper again; a read-only store was told as a damaged catalog, with
+    `--rebuild` advice (a new user's trial)."""
     as_user: list[str] = []
     if os.geteuid() == 0:  # root writes anywhere: drop the capabilities that let it
         if shutil.which("setpriv") is None:
@@ -482,8 +484,9 @@ def test_an_index_folder_this_user_cannot_write_is_said_so_and_never_set_aside(
     with sqlite3.connect(store / "catalog.sqlite3") as db:  # made before fingerprints: probed
         db.execute("DELETE FROM meta WHERE key = 'vectors_files'")
     db.close()
-    folders = [store / "chroma", *(p for p in (store / "chroma").rglob("*") if p.is_dir())]
-    for path in [*folders, store / "chroma" / "chroma.sqlite3"]:
+    top = store / read_only
+    folders = [top, *(p for p in top.rglob("*") if p.is_dir())]
+    for path in [*folders, *(p for p in top.rglob("*.sqlite3"))]:
         path.chmod(path.stat().st_mode & ~0o222)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
     env["ASSISTANT_EMBEDDING__PROVIDER"] = "hashing"

@@ -13,6 +13,7 @@ papers the catalog now calls ready.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -121,6 +122,15 @@ class Catalog:
             verdict = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self.close()
+            unwritable = next(
+                (p for p in (path.parent, path) if p.exists() and not os.access(p, os.W_OK)), None
+            )
+            if unwritable is not None:  # not damage: SQLite writes beside it even to read
+                raise StoreError(
+                    f"cannot open the store in {path.parent}: {unwritable} is not writable by "
+                    "this user, and SQLite writes beside the catalog even to read; make it "
+                    "writable (chmod -R u+w) or copy the store to a folder you can write"
+                ) from exc
             raise CatalogDamaged(path, str(exc)) from exc
         if verdict != "ok":
             self.close()
