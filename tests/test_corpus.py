@@ -109,18 +109,18 @@ def test_bad_files_give_actionable_errors(tmp_path: Path, name, content, message
 
 
 def test_rows_skipped_for_one_reason_are_one_line_naming_the_fields_found(tmp_path: Path):
-    """A BEIR corpus keeps its abstracts in 'text': 5,000 rows were 5,000 error lines that
-    never said which fields the rows had."""
+    """Rows whose abstract is under another name ('summary', as arXiv's API calls it): 5,000
+    rows were 5,000 error lines that never said which fields the rows had."""
     path = tmp_path / "corpus.jsonl"
-    rows = [{"_id": str(i), "title": f"T{i}", "text": "Words."} for i in range(40)]
+    rows = [{"id": str(i), "title": f"T{i}", "summary": "Words."} for i in range(40)]
     path.write_text(
         "\n".join(json.dumps(row) for row in [*rows, {"abstract": "Kept."}]), encoding="utf-8"
     )
     papers, problems = load_file(path)
     assert [p.abstract for p in papers] == ["Kept."]
     assert [str(p) for p in problems] == [
-        f"{path}: 40 lines skipped (1, 2, 3, …): no 'abstract' field (fields found: _id, title, "
-        "text; name the field that holds the abstract text 'abstract')"
+        f"{path}: 40 lines skipped (1, 2, 3, …): no 'abstract' field (fields found: id, title, "
+        "summary; name the field that holds the abstract text 'abstract')"
     ]
 
 

@@ -246,3 +246,19 @@ def test_a_csl_item_keeps_the_bibtex_key_better_bibtex_gives_it(tmp_path: Path):
     papers, _ = _by_id(path)
     paper = papers["okafor_soil_2023"]
     assert paper.authors == ("ESA Climate Office",) and paper.year == 2023
+
+
+def test_a_beir_corpus_is_read_with_its_ids_titles_and_texts(tmp_path: Path):
+    """BEIR's corpus.jsonl (SciFact's, TREC-COVID's) keeps each abstract in 'text': every line
+    was refused for want of an 'abstract' field."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(
+        '{"_id": "4983", "title": "White matter in newborns", "text": "Diffusion tensor MRI '
+        'shows how white matter develops.", "metadata": {}}\n'
+        '{"_id": "5836", "title": "", "text": ""}\n',
+        encoding="utf-8",
+    )
+    papers, warnings = _by_id(path)
+    assert list(papers) == ["4983"] and papers["4983"].title == "White matter in newborns"
+    assert papers["4983"].abstract.startswith("Diffusion tensor MRI")
+    assert "1 work without an abstract skipped (5836)" in warnings[0]

@@ -1,7 +1,8 @@
 """Records of JSON and JSONL files, in whichever shape they come: an OpenAlex work, a Semantic
-Scholar paper, a CSL JSON item (Zotero's, Mendeley's, pandoc's), or a plain record with an
-``abstract`` field (the project's own JSONL). A ``.json`` file may hold one record, a list of
-them, or an API page (``results`` for OpenAlex, ``data`` for Semantic Scholar's search)."""
+Scholar paper, a CSL JSON item (Zotero's, Mendeley's, pandoc's), a BEIR corpus document, or a
+plain record with an ``abstract`` field (the project's own JSONL). A ``.json`` file may hold
+one record, a list of them, or an API page (``results`` for OpenAlex, ``data`` for Semantic
+Scholar's search)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from assistant.ingest.formats import Row, csl, no_abstract_note, openalex, semantic_scholar
+from assistant.ingest.formats import (
+    Row,
+    beir,
+    csl,
+    no_abstract_note,
+    openalex,
+    semantic_scholar,
+)
 
 
 def convert(record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -21,6 +29,8 @@ def convert(record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         return semantic_scholar.record(record), True
     if csl.is_item(record):
         return csl.record(record), True
+    if beir.is_doc(record):
+        return beir.record(record), True
     return record, False
 
 
