@@ -327,7 +327,12 @@ class Assistant:
         if new_store and next(loaded.stream(), None) is None:
             # Nothing to write and no store yet: creating an empty one would only make the next
             # read command look at a store that seems valid and answers nothing.
-            return IngestReport(files=len(loaded.files), problems=loaded.problems, created=False)
+            return IngestReport(
+                files=len(loaded.files),
+                problems=loaded.problems,
+                warnings=list(loaded.warnings),  # e.g. every entry of an export lacked one
+                created=False,
+            )
         if rebuild and server:
             raise AssistantError(
                 "--rebuild moves an embedded store aside; with a Chroma server, ingest into "

@@ -262,3 +262,39 @@ def test_a_beir_corpus_is_read_with_its_ids_titles_and_texts(tmp_path: Path):
     assert list(papers) == ["4983"] and papers["4983"].title == "White matter in newborns"
     assert papers["4983"].abstract.startswith("Diffusion tensor MRI")
     assert "1 work without an abstract skipped (5836)" in warnings[0]
+
+
+def test_what_a_new_users_exports_held_is_read_as_meant(tmp_path: Path):
+    """Found by a new user's Zotero, Scopus and Mendeley exports: a Zotero item of one author
+    ("Schäfer, Björn") became two authors; its rich-text title kept "<i>"; Scopus's
+    "[No abstract available]" was indexed as an abstract and "[No author name available]"
+    kept as an author; Mendeley's CSL ids ("ITEM-1") number the file's items, so a second
+    export replaced the first one's papers."""
+    zotero = tmp_path / "zotero.csv"
+    zotero.write_text(
+        '"Key","Item Type","Publication Year","Author","Title","Abstract Note"\n'
+        '"AB12","journalArticle","2020","Schäfer, Björn","Growth of <i>E. coli</i> in '
+        'CO<sub>2</sub>","We grow bacteria in two ways and compare the yields."\n',
+        encoding="utf-8",
+    )
+    paper = _by_id(zotero)[0]["AB12"]
+    assert paper.authors == ("Björn Schäfer",) and paper.title == "Growth of E. coli in CO2"
+    scopus = tmp_path / "scopus.csv"
+    scopus.write_text(
+        "Authors,Title,Year,Source title,Abstract,DOI,Link,EID\n"
+        '"[No author name available]",Splicing,2018,Cell,"We map splicing.",10.1/x,l,2-s2.0-1\n'
+        '"Kim S., Lee J.",Cells,2019,Cell,"[No abstract available]",10.1/y,l,2-s2.0-2\n',
+        encoding="utf-8",
+    )
+    papers, warnings = _by_id(scopus)
+    assert list(papers) == ["2-s2.0-1"] and papers["2-s2.0-1"].authors == ()
+    assert "1 row without an abstract skipped (2-s2.0-2)" in warnings[0]
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for path, text in ((first, "Tumours grow."), (second, "Rivers freeze.")):
+        path.write_text(
+            f'[{{"id": "ITEM-1", "type": "article-journal", "abstract": "{text}", '
+            '"issued": {"date-parts": [["2013", "", ""]]}}]',
+            encoding="utf-8",
+        )
+    ids = {next(iter(_by_id(path)[0])) for path in (first, second)}
+    assert len(ids) == 2 and "ITEM-1" not in ids

@@ -342,3 +342,17 @@ def test_eval_on_a_store_without_its_gold_papers_says_so(tmp_path: Path):
     assert code == 1
     assert "gold papers is in the store" in err and "assistant ingest" in err
     assert not (tmp_path / "run").exists()  # no run folder of zeros left behind
+
+
+def test_an_export_whose_entries_all_lack_an_abstract_says_so(tmp_path: Path):
+    """Into a new store, nothing is indexed, and the line that says why was dropped (exit 0,
+    "Nothing to ingest" only)."""
+    export = tmp_path / "library.csv"
+    export.write_text(
+        '"Key","Item Type","Publication Year","Author","Title","Abstract Note"\n'
+        '"AB12","journalArticle","2020","Okafor, Chidi","Soil moisture",""\n',
+        encoding="utf-8",
+    )
+    code, out, err = run("ingest", str(export), "--store", str(tmp_path / "store"))
+    assert "Nothing to ingest" in out
+    assert "library.csv: 1 row without an abstract skipped (AB12)" in err

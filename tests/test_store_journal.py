@@ -144,7 +144,7 @@ def test_indexes_restored_from_an_older_copy_are_told_until_repaired(
         indexes.open(name).delete_papers([older])
     indexes.touch()
     for _ in range(2):
-        with pytest.raises(VectorIndexDamagedError, match="1 paper of the catalog not there"):
+        with pytest.raises(VectorIndexDamagedError, match="1 paper of the catalog missing"):
             _nearest(_store(tmp_path, indexes), corpus_papers[2])
     report = _ingest(_store(tmp_path, indexes))
     assert report.repaired == 1 and report.dropped == 0
@@ -153,7 +153,7 @@ def test_indexes_restored_from_an_older_copy_are_told_until_repaired(
     stray = EMBEDDER.embed(["a paper this catalog never held"])
     indexes.open("abstracts").upsert(["stray:0"], stray, None, [{"paper_id": "stray"}])
     indexes.touch()
-    with pytest.raises(VectorIndexDamagedError, match="1 vector there of no paper"):
+    with pytest.raises(VectorIndexDamagedError, match="1 paper not in the catalog present"):
         _nearest(_store(tmp_path, indexes), corpus_papers[2])
     report = _ingest(_store(tmp_path, indexes))
     assert report.repaired == 0 and report.dropped == 1

@@ -189,6 +189,10 @@ def _readable(abstract: str) -> str:
     return latex_to_text(abstract).strip() or abstract
 
 
+# The rich text a title may carry (Zotero's "<i>Escherichia coli</i>", "<sub>2</sub>").
+_TAGS = re.compile(r"</?(?:i|b|em|strong|sub|sup|span)(?:\s[^<>]*)?>", re.IGNORECASE)
+
+
 def make_paper(record: dict[str, Any], source: str) -> Paper:
     """A Paper from one raw record; raises ValueError naming what is wrong."""
     raw = record.get("abstract")
@@ -201,9 +205,9 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     if not isinstance(raw, str):
         raise ValueError(f"'abstract' is not text: {raw!r:.60}")
     abstract = normalize_text(raw)
-    if not abstract:
+    if not abstract or _PLACEHOLDER.match(abstract):
         raise ValueError("empty 'abstract'")
-    title = normalize_text(str(record.get("title") or "")) or None
+    title = _TAGS.sub("", normalize_text(str(record.get("title") or ""))).strip() or None
     raw_id = record.get("id")
     given_id = str(raw_id).strip() if raw_id is not None else ""
     paper_id = given_id or content_key(abstract)  # a blank id ("\r") is no id
@@ -215,6 +219,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
             authors = [a.strip() for a in re.split(r", (?=[A-Z])| and ", authors) if a.strip()]
     elif not isinstance(authors, list | tuple):
         raise ValueError(f"'authors' is neither a list nor a ';'-separated string: {authors!r}")
+    authors = [a for a in authors if not _PLACEHOLDER.match(str(a))]
     year = record.get("year")
     try:
         year_int = int(str(year).strip()) if year not in (None, "") else None
@@ -305,6 +310,15 @@ def _csv_columns(fieldnames: Sequence[str] | None) -> dict[str, str]:
     return columns
 
 
+# What exports write where there is no abstract or no author ("[No abstract available]",
+# Scopus's): not text to index, nor a name.
+_PLACEHOLDER = re.compile(r"^\s*\[no (?:abstract|author name)(?: available)?\]\.?\s*$", re.I)
+
+
+def _said_abstract(value: object) -> bool:
+    return bool(str(value or "").strip()) and not _PLACEHOLDER.match(str(value))
+
+
 def _csv_records(
     lines: Iterable[str], path: Path, notes: list[str]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -313,7 +327,10 @@ def _csv_records(
     exports' are, not each an error."""
     reader = csv.DictReader(lines)
     columns = _csv_columns(reader.fieldnames)
-    exported = "abstract" in columns and columns["abstract"].strip().lower() != "abstract"
+    zotero = columns.get("authors", "").strip().lower() == "author"
+    exported = "eid" in columns or (  # Scopus's, or one whose abstract column is renamed
+        "abstract" in columns and columns["abstract"].strip().lower() != "abstract"
+    )
     if "abstract" not in columns:
         found = ", ".join(c.strip().lower() for c in reader.fieldnames or [] if c) or "none"
         raise InputFileError(
@@ -324,9 +341,12 @@ def _csv_records(
     skipped: list[str] = []
     for row_no, row in enumerate(reader, start=1):
         record = {key: row.get(original) for key, original in columns.items()}
-        if exported and not str(record.get("abstract") or "").strip():
+        if exported and not _said_abstract(record.get("abstract")):
             skipped.append(str(record.get("id") or f"row {row_no}"))
             continue
+        names = record.get("authors")
+        if zotero and isinstance(names, str):  # always "Last, First; …", one name or more
+            record["authors"] = [first_last(a) for a in names.split(";") if a.strip()]
         yield row_no, record
     note = no_abstract_note(path.name, skipped, "rows")
     if note:

@@ -36,7 +36,16 @@ import numpy as np
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.ingest.chunking import sentences_of
 from assistant.ingest.corpus import Paper
-from assistant.store.base import Entry, Filter, Kind, Match, PaperVectors, Store, sentence_id
+from assistant.store.base import (
+    Entry,
+    Filter,
+    Kind,
+    Match,
+    PaperVectors,
+    Store,
+    paper_of,
+    sentence_id,
+)
 from assistant.store.catalog import Catalog
 from assistant.store.diskspace import is_disk_full, said_when_full
 from assistant.store.filtered import (
@@ -179,12 +188,22 @@ class LocalStore(Store):
         now = self._changed_outside()
         if now is None:
             return
-        fault = self.probe() or self._unmatched()
+        fault = self.probe()
+        unmatched = None if fault else self._unmatched()
+        live = writer_running(self.folder) if fault or unmatched else None
+        if live:  # what was read may be that writer's work under way: not a diagnosis
+            raise VectorIndexDamagedError(
+                f"the vector indexes in {self.folder} are being rewritten by an ingest "
+                f"({live}); run this again when it has finished"
+            )
         if fault:
-            live = writer_running(self.folder)
-            if live:
-                fault += f"; an ingest ({live}) is running: run this again when it has finished"
             raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
+        if unmatched:
+            raise VectorIndexDamagedError(
+                f"the vector indexes in {self.folder} do not match its catalog ({unmatched}): "
+                "were they restored from another copy of the store? `assistant ingest --repair "
+                f"--store {self.folder}` embeds the missing papers again and removes the rest"
+            )
         self._record_files(now)
 
     def _unmatched(self) -> str | None:
@@ -198,13 +217,11 @@ class LocalStore(Store):
                 index.close()
         said = []
         if gaps.missing:
-            said.append(f"{_count_of(len(gaps.missing), 'paper')} of the catalog not there")
-        orphans = len(gaps.orphan_chunks) + len(gaps.orphan_sentences)
-        if orphans:
-            said.append(f"{_count_of(orphans, 'vector')} there of no paper of the catalog")
-        if not said:
-            return None
-        return f"it does not match the catalog ({'; '.join(said)}): restored from another copy?"
+            said.append(f"{_count_of(len(gaps.missing), 'paper')} of the catalog missing")
+        strays = {paper_of(v) for v in [*gaps.orphan_chunks, *gaps.orphan_sentences]}
+        if strays:
+            said.append(f"{_count_of(len(strays), 'paper')} not in the catalog present")
+        return "; ".join(said) or None
 
     def _record_files(self, probed: str) -> None:
         """Record the fingerprint of indexes a probe read whole, unless a writer has started

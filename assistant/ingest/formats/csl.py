@@ -11,6 +11,7 @@ from typing import Any
 from assistant.ingest.formats import clean_doi, year_in
 
 _ZOTERO_ITEM = re.compile(r"^https?://zotero\.org/(?:users|groups)/.+/items/(\w+)$")
+_POSITIONAL = re.compile(r"^ITEM-\d+$")
 _SHAPE = ("issued", "container-title")  # keys only CSL spells so (not DOI, URL: plain ones may)
 
 
@@ -43,8 +44,11 @@ def record(item: dict[str, Any]) -> dict[str, Any]:
 def _key(item: dict[str, Any]) -> object:
     """The BibTeX key Better BibTeX adds (``citation-key``), so a paper keeps one id whichever
     export it came in; else Zotero's item key, which its CSV export names ``Key``, out of the
-    item's URI; else the ``id`` as written."""
+    item's URI; else the ``id`` as written, unless it only numbers the items of the file
+    (Mendeley's ``ITEM-1``: a second export would replace the first one's papers)."""
     given = item.get("id")
+    if isinstance(given, str) and _POSITIONAL.match(given):
+        given = None  # Mendeley's "ITEM-3": its place in the file, so no id (a hash instead)
     zotero = _ZOTERO_ITEM.match(given) if isinstance(given, str) else None
     return item.get("citation-key") or (zotero.group(1) if zotero else given)
 
