@@ -85,6 +85,8 @@ def test_nearest_and_lexical_honour_the_filter(assistant: Assistant, corpus_pape
     only = frozenset({papers[2].paper_id, papers[4].paper_id})
     assert {p for p, _ in store.lexical(query, 10, Filter(paper_ids=only))} <= only
     assert store.matching(Filter(venue="NeurIPS")) == {p.paper_id for p in papers if p.year == 2025}
+    # whatever its case and spacing: a user types "neurips" (found nothing, exit 0, before)
+    assert store.matching(Filter(venue=" neurips ")) == store.matching(Filter(venue="NeurIPS"))
     assert store.matching(Filter(venue="NeurIPS", year=2024)) == set()
 
 

@@ -30,9 +30,10 @@ Kind = Literal["chunks", "sentences"]
 @dataclass(frozen=True)
 class Filter:
     """Which papers a search may return: every field that is set must match (None: any).
-    ``author``, ``title``, ``doi`` and the year bounds are matched as ``assistant.store.filters``
-    says; stores answer them from their catalog (``matching``), and a search narrows them to
-    ``paper_ids`` before it asks for vectors (``catalog_only``)."""
+    ``author``, ``title``, ``doi``, ``venue`` (whatever its case: "neurips" is NeurIPS) and the
+    year bounds are matched as ``assistant.store.filters`` says; stores answer them from their
+    catalog (``matching``), and a search narrows them to ``paper_ids`` before it asks for
+    vectors (``catalog_only``)."""
 
     year: int | None = None
     venue: str | None = None
@@ -51,7 +52,8 @@ class Filter:
     def catalog_only(self) -> bool:
         """Set fields that vector metadata does not hold: resolve them to ``paper_ids``."""
         return any(
-            v is not None for v in (self.author, self.title, self.doi, self.year_min, self.year_max)
+            v is not None
+            for v in (self.author, self.title, self.doi, self.year_min, self.year_max, self.venue)
         )
 
     def fields(self) -> dict[str, Any]:
@@ -68,13 +70,15 @@ class Filter:
         }
 
     def accepts(self, paper: Paper) -> bool:
-        from assistant.store.filters import any_author, has_words, same_doi
+        from assistant.store.filters import any_author, has_words, same_doi, same_venue
 
         if self.paper_ids is not None and paper.paper_id not in self.paper_ids:
             return False
-        wanted = {"year": self.year, "venue": self.venue, "source_file": self.source_file}
-        have = {"year": paper.year, "venue": paper.venue, "source_file": paper.source_file}
+        wanted = {"year": self.year, "source_file": self.source_file}
+        have = {"year": paper.year, "source_file": paper.source_file}
         if not all(v is None or have[k] == v for k, v in wanted.items()):
+            return False
+        if self.venue is not None and not same_venue(paper.venue, self.venue):
             return False
         year = paper.year if paper.year is not None else None
         return (

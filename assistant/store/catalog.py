@@ -495,8 +495,9 @@ class Catalog:
         registered with SQLite), ``year_min`` and ``year_max`` are bounds."""
         from assistant.store import filters as match
 
-        allowed = {"source_file", "year", "venue", "source", "label", "paper_id"}
+        allowed = {"source_file", "year", "source", "label", "paper_id"}
         functions = {
+            "venue": ("venue_is", "venue", 2, match.same_venue),
             "author": ("author_has", "authors", 2, match.authors_json_match),
             "title": ("title_has", "title", 2, match.has_words),
             "doi": ("doi_is", "doi", 2, match.same_doi),

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from assistant.store.base import Filter, Match, paper_of
-from assistant.store.filters import words
+from assistant.store.filters import venue_key, words
 
 # (paper_id, authors JSON, year, venue, source_file, n_chunks): ``Catalog.filter_rows``
 Row = tuple[str, str, int | None, str | None, str, int]
@@ -83,7 +83,7 @@ class Facets:
         self._position = {pid: i for i, pid in enumerate(self.ids)}
         self._has_year = np.array([r[2] is not None for r in rows], dtype=bool)
         self._year = np.array([r[2] or 0 for r in rows], dtype=np.int64)
-        self._venue, self._venues = _codes([r[3] for r in rows])
+        self._venue, self._venues = _codes([venue_key(r[3]) if r[3] else None for r in rows])
         self._source, self._sources = _codes([r[4] for r in rows])
         self._chunks = [r[5] for r in rows]
         self._authors: dict[str, list[int]] | None = None  # name -> rows, when first asked
@@ -104,7 +104,7 @@ class Facets:
         if where.year_max is not None:
             keep &= self._has_year & (self._year <= where.year_max)
         if where.venue is not None:
-            keep &= self._venue == self._venues.get(where.venue, -2)
+            keep &= self._venue == self._venues.get(venue_key(where.venue), -2)
         if where.source_file is not None:
             keep &= self._source == self._sources.get(where.source_file, -2)
         if where.paper_ids is not None:

@@ -54,6 +54,15 @@ def same_doi(doi: str | None, wanted: str) -> bool:
     return bool(doi) and (clean_doi(doi) or "").casefold() == (clean_doi(wanted) or "").casefold()
 
 
+def venue_key(venue: str) -> str:
+    """A venue's name whatever its case and spacing ("neurips" is NeurIPS)."""
+    return " ".join(venue.split()).casefold()
+
+
+def same_venue(venue: str | None, wanted: str) -> bool:
+    return bool(venue) and venue_key(str(venue)) == venue_key(wanted)
+
+
 def split_filter(item: str) -> tuple[str, str]:
     """'year>=2023' -> ('year', '>=2023'); 'author=Okafor' -> ('author', 'Okafor')."""
     match = re.match(r"^\s*(\w+)\s*(>=|<=|=)\s*(.*?)\s*$", item, re.S)
