@@ -103,7 +103,7 @@ class ExactIndexes(VectorIndexes):
         self.indexes: dict[str, ExactIndex] = {}
         self.aside: list[dict[str, ExactIndex]] = []
         self.probes = 0  # how many times they were probed
-        self.touched = 0  # changes made from outside (``touch``), as a file's size and time
+        self.touched = 0  # changes made from outside (``touch``), as a file's size tells
 
     def open(self, name: str) -> ExactIndex:
         return self.indexes.setdefault(name, ExactIndex(name))

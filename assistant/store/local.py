@@ -143,8 +143,13 @@ class LocalStore(Store):
             self.catalog.set_meta(WRITING, str(os.getpid()))
         yield
         if self.journal:
-            self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
-            self.catalog.set_meta(WRITING, "")
+            self._settle()
+
+    def _settle(self) -> None:
+        """The indexes are whole as they lie: record their files' fingerprint, then clear the
+        write mark (in that order: a reader that sees no mark sees this fingerprint)."""
+        self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
+        self.catalog.set_meta(WRITING, "")
 
     def _check_journal(self) -> None:
         """Before a reader opens the vectors: a rebuild under way, or a write mark left by a
@@ -171,8 +176,7 @@ class LocalStore(Store):
             raise VectorIndexDamagedError(damaged_message(str(self.folder), fault))
         try:  # read whole: the mark goes, unless a writer has started meanwhile
             with writer_lock(self.folder, wait=False):
-                self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
-                self.catalog.set_meta(WRITING, "")
+                self._settle()
         except StoreError:
             pass  # that writer looks at the mark itself
 
@@ -426,8 +430,7 @@ class LocalStore(Store):
             if fault:
                 self._move_aside(fault)
             else:
-                self.catalog.set_meta(FILES, self.indexes.fingerprint() or "")
-                self.catalog.set_meta(WRITING, "")
+                self._settle()
 
     def _changed_outside(self) -> str | None:
         """The indexes' fingerprint when their files are not as the last writer left them

@@ -88,7 +88,7 @@ class VectorIndexes(ABC):
         """What is visibly missing from the indexes' home, in a few words (None: nothing)."""
 
     def fingerprint(self) -> str | None:
-        """What the indexes' files look like on disk (names, sizes, times), to tell a change
+        """What the indexes' files look like on disk (their names and sizes), to tell a change
         made from outside (a copy, a restore, damage) from the last writer's; None where there
         are no files to look at (a server's indexes, memory)."""
         return None
