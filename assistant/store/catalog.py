@@ -13,7 +13,6 @@ papers the catalog now calls ready.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 from assistant.errors import StoreError
 from assistant.ingest.chunking import Chunk
 from assistant.ingest.corpus import Paper
+from assistant.store.diskspace import first_unwritable
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -122,9 +122,7 @@ class Catalog:
             verdict = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self.close()
-            unwritable = next(
-                (p for p in (path.parent, path) if p.exists() and not os.access(p, os.W_OK)), None
-            )
+            unwritable = first_unwritable((path.parent, path))
             if unwritable is not None:  # not damage: SQLite writes beside it even to read
                 raise StoreError(
                     f"cannot open the store in {path.parent}: {unwritable} is not writable by "

@@ -1,4 +1,5 @@
-"""Telling a full disk from other write failures, so it is reported as one line naming the store.
+"""Telling a full disk, or files this user cannot write, from other write failures, so each is
+reported as one line naming the store.
 
 SQLite says "database or disk is full", the OS says ENOSPC, but Chroma may only say "Error in
 compaction": when nothing in the error names the cause, the free space beside the store does.
@@ -7,8 +8,9 @@ compaction": when nothing in the error names the cause, the free space beside th
 from __future__ import annotations
 
 import errno
+import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +55,9 @@ def said_when_full(folder: Path, doing: str = "writing") -> Iterator[None]:
             f"disk full {doing} {folder}: {exc}. Free some space and run the command again "
             "(what was written before is kept)"
         ) from exc
+
+
+def first_unwritable(paths: Iterable[Path]) -> Path | None:
+    """The first of these paths that exists and this user cannot write (SQLite and Chroma
+    write beside their files even to read, and fail there in words of their own)."""
+    return next((p for p in paths if p.exists() and not os.access(p, os.W_OK)), None)

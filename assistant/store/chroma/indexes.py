@@ -4,6 +4,7 @@ a server (then the server keeps them, and there is nothing here to probe or move
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -12,6 +13,7 @@ from pathlib import Path
 from assistant.errors import StoreError
 from assistant.store.chroma.probe import probe
 from assistant.store.chroma.vectors import ChromaVectors
+from assistant.store.diskspace import first_unwritable
 from assistant.store.locking import index_files
 from assistant.store.vector_index import VectorIndexes
 
@@ -90,11 +92,6 @@ class ChromaIndexes(VectorIndexes):
 
 
 def _unwritable(home: Path) -> Path | None:
-    """The first folder under ``home`` (or its database) this user cannot write, if any."""
-    database = home / "chroma.sqlite3"
-    if database.exists() and not os.access(database, os.W_OK):
-        return database
-    for folder, _, _ in os.walk(home, followlinks=True):
-        if not os.access(folder, os.W_OK):
-            return Path(folder)
-    return None
+    """Its database, or the first folder under ``home``, that this user cannot write."""
+    folders = (Path(folder) for folder, _, _ in os.walk(home, followlinks=True))
+    return first_unwritable(itertools.chain([home / "chroma.sqlite3"], folders))
