@@ -157,6 +157,7 @@ class Assistant:
             ChromaIndexes(self.store_dir / "chroma", self._open_collection),
             self.settings.store.collection,
             keeps_sentences=self.settings.retrieval.sentence_vectors,
+            copy_vectors=self.settings.store.read_copy,
         )
 
     def _open_collection(self, name: str, client: bool = False) -> ChromaVectors:

@@ -214,7 +214,11 @@ def test_a_reader_waits_for_a_writers_call_and_says_so_if_it_never_ends(
     with index_files(store, exclusive=True):  # this test process is a writer inside a call
         waiting = subprocess.Popen(
             [sys.executable, "-m", "assistant", "search", "diffusion", "--store", str(store)],
-            env={**{k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}, **FAST},
+            env={
+                **{k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")},
+                **FAST,
+                "ASSISTANT_STORE__READ_COPY": "0",  # it reads the index this test holds
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -103,11 +103,32 @@ def test_a_healthy_store_passes_the_check(store: Path):
     assert details["papers"] == details["lexical"] == 20
 
 
-def test_deleted_vectors_are_reported_then_re_embedded(store: Path, sources: Path):
+READS = (["search", "learning"], ["ask", "what is federated learning?"])
+
+
+def _answered_from_the_copy(store: Path, healthy: Path, runner=run) -> None:
+    """The store's read copy (``read_copy``) holds every vector: reads answer as the healthy
+    store does, exit 0, without a word of the indexes, which `info --check` still tells."""
+    assert (store / "vectors.npz").is_file()
+    for command in READS:
+        code, out, err = runner(*command, "--store", str(store))
+        assert code == 0 and out == runner(*command, "--store", str(healthy))[1], (command, err)
+    assert info(store, runner)[0] == 1
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["indexes", "copy"])
+def test_deleted_vectors_are_reported_then_re_embedded(
+    store: Path, sources: Path, healthy: Path, copy: bool
+):
     """Before: `search` and `ask` answered from the lexical index alone, exit 0, and a read
-    made an empty chroma.sqlite3; now every read says so, and none creates anything."""
+    made an empty chroma.sqlite3; now every read says so, and none creates anything. With
+    the read copy, reads answer whole from it."""
     shutil.rmtree(store / "chroma")
-    for command in (["search", "learning"], ["ask", "what is federated learning?"]):
+    if copy:
+        _answered_from_the_copy(store, healthy)
+    else:
+        (store / "vectors.npz").unlink()
+    for command in () if copy else READS:
         code, out, err = run(*command, "--store", str(store))
         assert code == 1 and out == "", command
         assert "chroma.sqlite3 is missing" in one_line(err)
@@ -537,7 +558,7 @@ def test_a_filtered_search_over_a_zeroed_index_file_is_told_not_answered(
     )
     assert made.returncode == 0, made.stderr
     _overwrite("data_level0.bin", zeros)(store)
-    settings = load_settings(store={"path": store})
+    settings = load_settings(store={"path": store, "read_copy": 0})  # Chroma's own answer
     with Assistant(settings, embedder=HashingEmbedder()) as reader:
         with pytest.raises(VectorIndexDamagedError, match=f"ingest --repair --store {store}"):
             reader.search("diffusion", k=5, filters={"year": 2025})
@@ -699,16 +720,21 @@ def test_a_reader_kept_open_reads_through_rebuilds_in_another_process(
 
 
 @pytest.mark.parametrize("keep", [8192, 0.5])
+@pytest.mark.parametrize("copy", [False, True], ids=["indexes", "copy"])
 def test_a_cut_chroma_database_is_told_then_rebuilt_from_the_catalog(
-    store: Path, sources: Path, keep: float
+    store: Path, sources: Path, healthy: Path, keep: float, copy: bool
 ):
     """Before: every command exited 1, `--repair` and `--rebuild` included, and the only way
-    out was `rm -rf STORE/chroma` by hand."""
+    out was `rm -rf STORE/chroma` by hand. With the read copy, reads answer whole from it."""
     database = store / "chroma" / "chroma.sqlite3"
     size = int(keep) if keep > 1 else int(database.stat().st_size * keep)
     with database.open("r+b") as handle:
         handle.truncate(size)
-    for command in (["search", "learning"], ["ask", "what is federated learning?"]):
+    if copy:
+        _answered_from_the_copy(store, healthy, run_process)
+    else:
+        (store / "vectors.npz").unlink()
+    for command in () if copy else READS:
         code, _, err = run_process(*command, "--store", str(store))
         assert code == 1, command
         assert f"`assistant ingest --repair --store {store}`" in one_line(err)

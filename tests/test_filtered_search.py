@@ -46,7 +46,11 @@ def stores(
     local = Assistant(load_settings(store={"path": folder / "s"}), embedder=HashingEmbedder())
     (folder / "m").mkdir()
     exact_store = LocalStore(
-        Catalog(folder / "m" / CATALOG_FILE), ExactIndexes(), "abstracts", keeps_sentences=True
+        Catalog(folder / "m" / CATALOG_FILE),
+        ExactIndexes(),
+        "abstracts",
+        keeps_sentences=True,
+        copy_vectors=0,  # the reference: every vector scored by the index itself
     )
     memory = Assistant(
         load_settings(store={"path": folder / "m"}),
@@ -71,11 +75,16 @@ FILTERS = [
 ]
 
 
-@pytest.fixture(params=["exact", "index", "metadata"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Which dense path the local store takes. Every filter here keeps few vectors, so the
-    others are taken by lowering the bounds to nothing: Chroma's search among ids, and for
-    sentences of many papers Chroma's metadata filter."""
+@pytest.fixture(params=["copy", "exact", "index", "metadata"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, stores) -> str:
+    """Which dense path the local store takes: its read copy (``read_copy``), or Chroma,
+    whose vectors are read and scored exactly when few. Every filter here keeps few vectors,
+    so Chroma's other paths are taken by lowering the bounds to nothing: its search among
+    ids, and for sentences of many papers its metadata filter."""
+    if request.param == "copy":
+        assert stores[0].store._read_copy() is not None
+        return "copy"
+    monkeypatch.setattr(stores[0].store, "copy_vectors", 0)
     if request.param in ("index", "metadata"):
         monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
     if request.param == "metadata":
@@ -140,7 +149,7 @@ def test_a_missing_chunk_vector_falls_back_to_the_metadata_filter(
         monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
     papers = _papers(corpus_papers[:20])
     with Assistant(
-        load_settings(store={"path": tmp_path / "s"}), embedder=HashingEmbedder()
+        load_settings(store={"path": tmp_path / "s", "read_copy": 0}), embedder=HashingEmbedder()
     ) as local:
         local.ingest_papers(papers)
         lost = f"{papers[2].paper_id}:0"  # 2022

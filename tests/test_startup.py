@@ -77,6 +77,13 @@ def test_extractive_ask_loads_no_langchain_and_no_tokenizer_encoding(
     answer = json.loads(text)
     assert report["code"] in (0, None) and answer["provider"] == "extractive"
     assert not answer["refused"] and answer["citations"][0]["paper_id"] == corpus_papers[0].paper_id
-    # The store is read through chromadb's public client (its import is most of a cold `ask`).
-    assert "chromadb" in report["modules"]
+    # A small store is read from its read copy: chromadb, most of a cold `ask`, is not
+    # imported; without the copy, Chroma's public client reads the store.
+    assert "chromadb" not in report["modules"]
     assert "langchain_core" not in report["modules"] and report["encodings"] == 0
+    text, report = _probe(
+        ["ask", question, "--json", "--store", str(store)],
+        {**env, "ASSISTANT_STORE__READ_COPY": "0"},
+    )
+    assert json.loads(text)["citations"] == answer["citations"]
+    assert "chromadb" in report["modules"]

@@ -52,7 +52,7 @@ def test_a_damaged_index_is_refused_then_rebuilt_from_the_catalog(
     assert _nearest(store, corpus_papers[5]) == corpus_papers[5].paper_id
     indexes.damage("abstracts-sentences")
     with pytest.raises(VectorIndexDamagedError, match="assistant ingest --repair"):
-        store.sentence_vectors([f"{corpus_papers[0].paper_id}:s0"])
+        _store(tmp_path, indexes).sentence_vectors([f"{corpus_papers[0].paper_id}:s0"])
     report = _ingest(store)  # what `ingest --repair` runs: no input
     assert report.repaired == 8 and store.set_aside() == ["memory (set 1 aside)"]
     assert indexes.aside[0]["abstracts-sentences"].damage  # kept, not deleted

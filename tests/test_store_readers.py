@@ -86,7 +86,7 @@ def test_a_filtered_read_meeting_vectors_newer_than_its_handle_is_made_again(
     from dataclasses import replace
 
     path = tmp_path / "s"
-    settings = load_settings(store={"path": path})
+    settings = load_settings(store={"path": path, "read_copy": 0})  # Chroma's handles
     papers = [replace(p, year=2023) for p in corpus_papers[:10]]
     with Assistant(settings, embedder=HashingEmbedder()) as a:
         a.ingest_papers(papers[:5])

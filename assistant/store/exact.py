@@ -137,5 +137,6 @@ class ExactIndexes(VectorIndexes):
         return f"memory (set {len(self.aside)} aside)"
 
     def damage(self, name: str, why: str = "torn") -> None:
-        """Make an index unreadable, as a torn file makes Chroma's."""
+        """Make an index unreadable, as a torn file makes Chroma's (its size changes)."""
         self.open(name).damage = why
+        self.touch()

@@ -18,12 +18,20 @@ from typing import TYPE_CHECKING
 from assistant.ingest.chunking import sentences_of
 from assistant.store.base import paper_of
 from assistant.store.catalog import CATALOG_FILE, Catalog
+from assistant.store.read_copy import COPY_FILE
 
 if TYPE_CHECKING:
     from assistant.store.vector_index import VectorIndex
 
 # What a store folder holds besides the writer lock, which stays where it is.
-STORE_PARTS = (CATALOG_FILE, f"{CATALOG_FILE}-wal", f"{CATALOG_FILE}-shm", "chroma", "bm25")
+STORE_PARTS = (
+    CATALOG_FILE,
+    f"{CATALOG_FILE}-wal",
+    f"{CATALOG_FILE}-shm",
+    "chroma",
+    "bm25",
+    COPY_FILE,
+)
 
 
 @dataclass

@@ -36,6 +36,7 @@ import numpy as np
 from assistant.errors import DiskFullError, StoreError, VectorIndexDamagedError
 from assistant.ingest.chunking import sentences_of
 from assistant.ingest.corpus import Paper
+from assistant.store import read_copy
 from assistant.store.base import (
     Entry,
     Filter,
@@ -59,6 +60,7 @@ from assistant.store.filtered import (
 )
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.locking import index_files, writer_lock, writer_running
+from assistant.store.read_copy import COPY_FILE, COPY_VECTORS, ReadCopy
 from assistant.store.segments import SegmentedLexical
 from assistant.store.vector_index import (
     VectorIndex,
@@ -72,6 +74,7 @@ T = TypeVar("T")
 
 WRITING, REBUILDING = "vectors_writing", "vectors_rebuilding"  # catalog meta: the journal
 FILES = "vectors_files"  # the indexes' fingerprint as the last writer (or probe) left them
+COPY = "vectors_copy"  # the tag of the read copy that holds what the indexes hold (``read_copy``)
 
 
 class LocalStore(Store):
@@ -82,11 +85,13 @@ class LocalStore(Store):
         collection: str,
         keeps_sentences: bool,
         journal: bool = True,
+        copy_vectors: int = COPY_VECTORS,
     ):
         """``indexes`` opens vector indexes by name when first used, so reading the catalog
         alone never starts a vector engine. ``collection``: the chunk index's name (the
         sentences' adds ``-sentences``). ``journal``: the vectors' writes are journalled and
-        damaged indexes rebuilt (not for a server's cache, whose indexes are the server's)."""
+        damaged indexes rebuilt (not for a server's cache, whose indexes are the server's).
+        ``copy_vectors``: the most vectors a read copy holds (``read_copy``; 0: none)."""
         self.catalog = catalog
         self.folder = catalog.path.parent
         self.keeps_sentences = keeps_sentences
@@ -103,6 +108,8 @@ class LocalStore(Store):
         self._lock = threading.RLock()  # eval workers share one store: wiring happens once
         self._allowed = AllowedCache()  # filters resolved to papers (``filtered``)
         self._facets: tuple[int, Facets] | None = None  # (catalog generation, what filters read)
+        self.copy_vectors = copy_vectors if journal else 0
+        self._copy: tuple[int, ReadCopy | None] | None = None  # (catalog generation, read copy)
 
     # -- parts, opened when first used --------------------------------------------------------
     def collection(self, kind: Kind) -> VectorIndex:
@@ -140,6 +147,7 @@ class LocalStore(Store):
     def _changing(self) -> Iterator[None]:
         """Around each call that changes a vector index: a kill inside leaves the mark."""
         if self.journal:
+            self.catalog.set_meta(COPY, "")  # the read copy no longer holds what they hold
             self.catalog.set_meta(WRITING, str(os.getpid()))
         yield
         if self.journal:
@@ -468,6 +476,8 @@ class LocalStore(Store):
         return self.catalog.get_meta(f"collection:{kind}") or self._names[kind]
 
     def warm(self) -> None:
+        if self._read_copy():
+            return
         self.chunks  # noqa: B018 -- opening an index (importing chromadb) is the slow part
         if self.keeps_sentences:
             self.collection("sentences")
@@ -479,6 +489,49 @@ class LocalStore(Store):
             self.catalog.switch_meta({REBUILDING: None})
         with said_when_full(self.folder):
             self.lexical_index.compact()
+        self._keep_copy()
+
+    # -- the read copy of a small store's vectors (``read_copy``) -----------------------------
+    def _keep_copy(self) -> None:
+        """At the end of a run: a copy of the vectors for readers, unless the one named in
+        the catalog is still there (no write since) or the store is too big for one."""
+        path = self.folder / COPY_FILE
+        if not self.copy_vectors:
+            path.unlink(missing_ok=True)
+            return
+        tag = self.catalog.get_meta(COPY)
+        if not self.indexes.present() or (tag and read_copy.tag_of(path) == tag):
+            return
+        opened = {kind: self.collection(kind) for kind in self._kinds()}
+        if sum(index.count() for index in opened.values()) > self.copy_vectors:
+            path.unlink(missing_ok=True)
+            return
+        tag = read_copy.new_tag()
+        try:
+            read_copy.write(path, tag, opened)
+        except (OSError, ValueError):
+            return  # a cache: readers read the indexes themselves
+        self.catalog.set_meta(COPY, tag)
+
+    def _read_copy(self) -> ReadCopy | None:
+        """The read copy, if it holds what the indexes hold: no write since it was made, no
+        write mark, index files as the last writer left them. Looked at again when the
+        catalog's generation moves."""
+        if not self.copy_vectors or self._writing:
+            return None
+        with self._lock:
+            generation = self.catalog.generation
+            if self._copy is None or self._copy[0] != generation:
+                self._copy = (generation, self._load_copy())
+            return self._copy[1]
+
+    def _load_copy(self) -> ReadCopy | None:
+        tag = self.catalog.get_meta(COPY)
+        if not tag or self.catalog.get_meta(WRITING) or self.catalog.get_meta(REBUILDING):
+            return None
+        if self._changed_outside() is not None:
+            return None
+        return read_copy.load(self.folder / COPY_FILE, tag, self._kinds())
 
     def get_meta(self, key: str) -> str | None:
         return self.catalog.get_meta(key)
@@ -502,6 +555,10 @@ class LocalStore(Store):
     def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
         if kind == "sentences" and not self.keeps_sentences:
             return []
+        copy = self._read_copy()
+        if copy is not None:
+            papers = self.allowed(where).papers if where else None
+            return copy.nearest(kind, vector, n, papers) if papers is None or papers else []
         if not where:
             return self._read(kind, lambda vectors: self._query(vectors, vector, n, where))
         allowed = self.allowed(where)
@@ -600,6 +657,9 @@ class LocalStore(Store):
     def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not self.keeps_sentences:
             return {}
+        copy = self._read_copy()
+        if copy is not None:
+            return copy.get_vectors("sentences", ids)
         return self._read("sentences", lambda vectors: vectors.get_vectors(ids))
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
