@@ -158,6 +158,7 @@ class Assistant:
             self.settings.store.collection,
             keeps_sentences=self.settings.retrieval.sentence_vectors,
             copy_vectors=self.settings.store.read_copy,
+            query_embedder=lambda: self.embedder.name,
         )
 
     def _open_collection(self, name: str, client: bool = False) -> ChromaVectors:

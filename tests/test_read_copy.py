@@ -32,6 +32,7 @@ def _store(folder: Path, indexes: ExactIndexes, copy_vectors: int = 40_000) -> L
         "abstracts",
         keeps_sentences=True,
         copy_vectors=copy_vectors,
+        query_embedder=lambda: EMBEDDER.name,
     )
 
 
@@ -175,3 +176,21 @@ def test_a_store_past_the_bound_keeps_no_copy(tmp_path: Path, corpus_papers: lis
     assert not (tmp_path / COPY_FILE).exists() and store._read_copy() is None
     vector = EMBEDDER.embed_query(corpus_papers[9].abstract[:200])
     assert store.nearest("chunks", vector, 1, Filter())[0].paper_id == corpus_papers[9].paper_id
+
+
+def test_a_reader_with_another_embedder_never_reads_the_copy(
+    tmp_path: Path, corpus_papers: list[Paper]
+):
+    """Its queries would be compared with vectors of another model; the index it then opens
+    refuses it by name (``test_ingest.py``: the store refuses a different embedder)."""
+    indexes = ExactIndexes()
+    _ingest(_store(tmp_path, indexes), corpus_papers[:3])
+    assert _store(tmp_path, indexes)._read_copy() is not None
+    other = LocalStore(
+        Catalog(tmp_path / CATALOG_FILE),
+        indexes,
+        "abstracts",
+        keeps_sentences=True,
+        query_embedder=lambda: "another-model@256",
+    )
+    assert other._read_copy() is None

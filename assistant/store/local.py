@@ -86,12 +86,15 @@ class LocalStore(Store):
         keeps_sentences: bool,
         journal: bool = True,
         copy_vectors: int = COPY_VECTORS,
+        query_embedder: Callable[[], str] | None = None,
     ):
         """``indexes`` opens vector indexes by name when first used, so reading the catalog
         alone never starts a vector engine. ``collection``: the chunk index's name (the
         sentences' adds ``-sentences``). ``journal``: the vectors' writes are journalled and
         damaged indexes rebuilt (not for a server's cache, whose indexes are the server's).
-        ``copy_vectors``: the most vectors a read copy holds (``read_copy``; 0: none)."""
+        ``copy_vectors``: the most vectors a read copy holds (``read_copy``; 0: none).
+        ``query_embedder``: the name of the embedder reads embed their queries with; the
+        copy is read only when it is the store's (else the index, whose opening says so)."""
         self.catalog = catalog
         self.folder = catalog.path.parent
         self.keeps_sentences = keeps_sentences
@@ -109,6 +112,7 @@ class LocalStore(Store):
         self._allowed = AllowedCache()  # filters resolved to papers (``filtered``)
         self._facets: tuple[int, Facets] | None = None  # (catalog generation, what filters read)
         self.copy_vectors = copy_vectors if journal else 0
+        self.query_embedder = query_embedder
         self._copy: tuple[int, ReadCopy | None] | None = None  # (catalog generation, read copy)
 
     # -- parts, opened when first used --------------------------------------------------------
@@ -517,7 +521,7 @@ class LocalStore(Store):
         """The read copy, if it holds what the indexes hold: no write since it was made, no
         write mark, index files as the last writer left them. Looked at again when the
         catalog's generation moves."""
-        if not self.copy_vectors or self._writing:
+        if not self.copy_vectors or self.query_embedder is None or self._writing:
             return None
         with self._lock:
             generation = self.catalog.generation
@@ -529,6 +533,8 @@ class LocalStore(Store):
         tag = self.catalog.get_meta(COPY)
         if not tag or self.catalog.get_meta(WRITING) or self.catalog.get_meta(REBUILDING):
             return None
+        if self.query_embedder is not None and self.recorded_embedder() != self.query_embedder():
+            return None  # another embedder's vectors: opening the index says so
         if self._changed_outside() is not None:
             return None
         return read_copy.load(self.folder / COPY_FILE, tag, self._kinds())
