@@ -562,6 +562,7 @@ class Assistant:
             "model": self.provider.model,
             "chunker": self._chunker().name,
             "lexical": sizes["lexical"],
+            **({"read_copy": note} if (note := self.store.read_copy_note()) else {}),
             "problems": problems,
         }
 

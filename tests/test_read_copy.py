@@ -194,3 +194,15 @@ def test_a_reader_with_another_embedder_never_reads_the_copy(
         query_embedder=lambda: "another-model@256",
     )
     assert other._read_copy() is None
+
+
+def test_info_says_whether_reads_use_the_copy(tmp_path: Path, corpus_papers: list[Paper]):
+    from assistant import Assistant
+
+    settings = load_settings(store={"path": tmp_path / "s"}, embedding={"provider": "hashing"})
+    with Assistant(settings) as assistant:
+        assistant.ingest_papers(corpus_papers[:3])
+        assert assistant.info()["read_copy"].startswith("vectors.npz, 0.")
+    off = settings.model_copy(update={"store": settings.store.model_copy(update={"read_copy": 0})})
+    with Assistant(off) as assistant:
+        assert assistant.info()["read_copy"].startswith("none (turned off")

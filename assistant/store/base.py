@@ -178,6 +178,11 @@ class Store(ABC):
     def flush(self) -> None:  # noqa: B027 -- a store without derived indexes has nothing to do
         """Bring derived indexes up to date (the end of an ingest)."""
 
+    def read_copy_note(self) -> str | None:
+        """Whether reads search a copy of the vectors rather than the index, in a few words
+        (None: this kind of store keeps none)."""
+        return None
+
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
 

@@ -529,6 +529,18 @@ class LocalStore(Store):
                 self._copy = (generation, self._load_copy())
             return self._copy[1]
 
+    def read_copy_note(self) -> str:
+        """Whether reads use the read copy, in a few words (for ``info``)."""
+        if self._read_copy() is not None:
+            size = (self.folder / COPY_FILE).stat().st_size
+            return f"{COPY_FILE}, {size / 1e6:.1f} MB (reads search it, not Chroma)"
+        if not self.copy_vectors:
+            return "none (turned off: ASSISTANT_STORE__READ_COPY=0)"
+        return (
+            f"none (the store holds more than {self.copy_vectors:,} vectors, or the next "
+            "ingest makes one)"
+        )
+
     def _load_copy(self) -> ReadCopy | None:
         tag = self.catalog.get_meta(COPY)
         if not tag or self.catalog.get_meta(WRITING) or self.catalog.get_meta(REBUILDING):
