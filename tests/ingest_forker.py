@@ -97,6 +97,8 @@ def _view(store: Path, out: Path) -> None:
             ),
             "expected_sentences": {p.paper_id: len(sentences_of(p)) for p in ready},
         }
+        copy = a.store._read_copy()  # what reads search instead of the indexes, if any
+        view["copy"] = {k: copy.ids(k) for k in ("chunks", "sentences")} if copy else None
     out.write_text(json.dumps(view))
 
 

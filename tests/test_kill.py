@@ -77,11 +77,15 @@ def corpora(folder: Path, papers: list[Paper]) -> list[tuple[list[str], set[str]
 
 
 def whole_for_readers(view: dict[str, Any]) -> None:
-    """Every ready paper is complete in every index (pending ones may be half written)."""
-    chunks, sentences = set(view["chunks"]), set(view["sentences"])
-    assert set(view["expected_chunks"]) <= chunks
-    for pid, n in view["expected_sentences"].items():
-        assert {f"{pid}:s{i}" for i in range(n)} <= sentences, pid
+    """Every ready paper is complete in every index (pending ones may be half written), and
+    in the read copy when reads would search it."""
+    searched = [(view["chunks"], view["sentences"])]
+    if view["copy"]:
+        searched.append((view["copy"]["chunks"], view["copy"]["sentences"]))
+    for chunks, sentences in searched:
+        assert set(view["expected_chunks"]) <= set(chunks)
+        for pid, n in view["expected_sentences"].items():
+            assert {f"{pid}:s{i}" for i in range(n)} <= set(sentences), pid
     assert sorted(view["lexical"]) == sorted(view["ready"])
 
 
@@ -93,6 +97,9 @@ def exactly(view: dict[str, Any], expected_ids: set[str]) -> None:
     want = {f"{pid}:s{i}" for pid, n in view["expected_sentences"].items() for i in range(n)}
     assert sorted(view["sentences"]) == sorted(want)
     assert sorted(view["lexical"]) == sorted(view["ready"])
+    assert view["copy"] is not None  # a finished run leaves one, holding what the index holds
+    assert sorted(view["copy"]["chunks"]) == sorted(view["chunks"])
+    assert sorted(view["copy"]["sentences"]) == sorted(view["sentences"])
 
 
 def ready_ids(store: Path) -> set[str]:

@@ -55,6 +55,9 @@ class ReadCopy:
         rows = np.flatnonzero(np.isin(self._papers[kind], np.array(sorted(papers))))
         return exact_nearest([ids[r] for r in rows], matrix[rows], vector, n)
 
+    def ids(self, kind: Kind) -> list[str]:
+        return list(self._ids[kind])
+
     def get_vectors(self, kind: Kind, ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows, matrix = self._rows[kind], self._vectors[kind]
         return {i: matrix[rows[i]].copy() for i in ids if i in rows}
