@@ -89,6 +89,26 @@ def test_csv_columns_are_case_insensitive(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
+    "content",
+    [
+        'Title;Abstract;Year\n"T1";"An abstract, with a comma; and more.";2024\n',  # Excel, de/fr
+        'sep=;\nTitle;Abstract;Year\n"T1";"An abstract, with a comma; and more.";2024\n',
+        "Title\tAbstract\tYear\nT1\tAn abstract, with a comma; and more.\t2024\n",
+    ],
+    ids=["semicolons", "excel-sep-line", "tabs"],
+)
+def test_csv_separated_by_semicolons_or_tabs_is_read(tmp_path: Path, content: str):
+    """Excel saves "CSV" with semicolons where the comma is the decimal mark (most of
+    Europe), and with a `sep=;` first line when asked to; such a file was refused for want
+    of an 'abstract' column (its one column was "title;abstract;year")."""
+    path = tmp_path / "excel.csv"
+    path.write_text("\ufeff" + content, encoding="utf-8")
+    (paper,), problems = load_file(path)
+    assert not problems and paper.label == "T1" and paper.year == 2024
+    assert paper.abstract == "An abstract, with a comma; and more."
+
+
+@pytest.mark.parametrize(
     ("name", "content", "message"),
     [
         ("empty.txt", b"", "empty"),

@@ -325,7 +325,13 @@ def _csv_records(
     """One record per row. In a reference manager's export (its abstract column has the
     manager's name for it), rows without an abstract are counted in one note, as the other
     exports' are, not each an error."""
-    reader = csv.DictReader(lines)
+    rows = iter(lines)
+    header = next(rows, "")
+    said = re.fullmatch(r"sep=(.)", header.strip("\ufeff\r\n"))  # Excel's own first line
+    if said:
+        header = next(rows, "")
+    delimiter = said.group(1) if said else _delimiter(header)
+    reader = csv.DictReader(itertools.chain([header], rows), delimiter=delimiter)
     columns = _csv_columns(reader.fieldnames)
     zotero = columns.get("authors", "").strip().lower() == "author"
     exported = "eid" in columns or (  # Scopus's, or one whose abstract column is renamed
@@ -351,6 +357,14 @@ def _csv_records(
     note = no_abstract_note(path.name, skipped, "rows")
     if note:
         notes.append(note)
+
+
+def _delimiter(header: str) -> str:
+    """The separator a CSV's header line uses most, outside quotes: ',' (and on a tie), or
+    ';' as Excel writes CSV where the comma is the decimal mark, or a tab."""
+    counts = {d: re.sub(r'"[^"]*"', "", header).count(d) for d in ",;\t"}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
 
 
 def _kind_of_name(name: str) -> str | None:
