@@ -229,3 +229,23 @@ def test_a_seed_header_with_venue_and_year_gives_them_to_its_abstracts(tmp_path)
     assert [(p.venue, p.year) for p in load_corpus([plain]).papers] == [(None, None)]
     shipped = load_corpus([CORPUS]).papers
     assert {(p.venue, p.year) for p in shipped} == {("NeurIPS", 2025)}
+
+
+@pytest.mark.parametrize(
+    ("saved", "named"),
+    [
+        ("Caf\u00e9 \u201cquoted\u201d \u2013 cells.".encode("cp1252"), "cp1252"),  # Excel, Word
+        (b"Caf\xe9 \x81 cells.", "latin1"),  # 0x81 means nothing in cp1252
+    ],
+)
+def test_a_file_not_in_utf8_is_told_with_the_encoding_it_was_likely_saved_in(
+    tmp_path: Path, saved: bytes, named: str
+):
+    """Windows saves text as cp1252, whose curly quotes and dashes are control codes in
+    latin1: the hint said latin1, whose conversion turned them into invisible characters."""
+    path = tmp_path / "win.csv"
+    path.write_bytes(b"title,abstract\nA," + saved + b"\n")
+    with pytest.raises(InputFileError) as told:
+        load_file(path)
+    assert f"iconv -f {named} -t utf-8 win.csv > fixed.csv" in str(told.value)
+    assert saved.decode(named).startswith("Caf\u00e9 ")  # what following the hint gives back

@@ -90,6 +90,17 @@ def encoding_of(path: Path) -> str:
         raise InputFileError(str(path), f"cannot be read ({exc.strerror or exc})") from exc
 
 
+def _legacy(head: bytes) -> str:
+    """What a text that is not UTF-8 was most likely saved as: Windows' cp1252 (Excel, Word:
+    its curly quotes and dashes are bytes 0x80-0x9f, control codes in latin1) when it reads
+    as that, else latin1."""
+    try:
+        head.decode("cp1252")
+    except UnicodeDecodeError:
+        return "latin1"
+    return "cp1252"
+
+
 def _decodes(path: Path, handle: BinaryIO) -> str:
     head = handle.read(8192)
     encoding = sniff(head)
@@ -104,9 +115,8 @@ def _decodes(path: Path, handle: BinaryIO) -> str:
                 raise InputFileError(
                     str(path), "looks binary, not text; give a file of abstracts (.txt, .bib, …)"
                 ) from exc
-            fix = f"iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}"
-            if encoding not in ("utf-8", "utf-8-sig"):
-                fix = f"iconv -f {encoding} -t utf-8 {path.name} > fixed{path.suffix}"
+            was = _legacy(head) if encoding in ("utf-8", "utf-8-sig") else encoding
+            fix = f"iconv -f {was} -t utf-8 {path.name} > fixed{path.suffix}"
             raise InputFileError(
                 str(path),
                 f"not valid {_shown(encoding)} (byte {where}); re-save it as UTF-8, e.g. {fix}",
