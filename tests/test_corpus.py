@@ -249,3 +249,26 @@ def test_a_file_not_in_utf8_is_told_with_the_encoding_it_was_likely_saved_in(
         load_file(path)
     assert f"iconv -f {named} -t utf-8 win.csv > fixed.csv" in str(told.value)
     assert saved.decode(named).startswith("Caf\u00e9 ")  # what following the hint gives back
+
+
+@pytest.mark.parametrize(
+    ("tail", "kept"),
+    [
+        (" © 2020 Elsevier Ltd. All rights reserved.", False),  # Scopus
+        (" Copyright © 2018 John Wiley & Sons, Ltd.", False),
+        (" (C) 2003 Elsevier Science B.V. All rights reserved.", False),  # Web of Science
+        ("© The Author(s) 2020. Published by Oxford University Press.", False),
+        (" Copyright law shapes what such systems may be trained on in 2020.", True),
+        (" We compare (a) pruning, (b) distillation and (c) quantisation.", True),
+    ],
+)
+def test_a_publishers_copyright_line_is_not_part_of_the_abstract(
+    tmp_path: Path, tail: str, kept: bool
+):
+    """Exports end abstracts with the publisher's line; it was indexed, embedded and could
+    be quoted as the paper's words. A sentence that merely mentions copyright stays."""
+    body = "We measure how cells divide under stress."
+    path = tmp_path / "scopus.jsonl"
+    path.write_text(json.dumps({"abstract": body + tail}) + "\n", encoding="utf-8")
+    (paper,), _ = load_file(path)
+    assert paper.abstract == (body + tail if kept else body)

@@ -193,6 +193,23 @@ def _readable(abstract: str) -> str:
 _TAGS = re.compile(r"</?(?:i|b|em|strong|sub|sup|span)(?:\s[^<>]*)?>", re.IGNORECASE)
 
 
+# The publisher's line Scopus and Web of Science exports end abstracts with ("© 2020 Elsevier
+# Ltd. All rights reserved.", "Copyright © 2018 John Wiley & Sons, Ltd.", "(C) 2003 …"): not
+# the paper's words, so not indexed, embedded or quoted.
+_COPYRIGHT = re.compile(
+    r"(?:(?<=[.!?])\s*|^)(?:©|\(c\)\s*(?=\d{4})|copyright\s*(?:©|\(c\)|(?=\d{4})))(.{0,300})$",
+    re.IGNORECASE,
+)
+_RIGHTS = re.compile(r"\b(?:1[89]|20)\d\d\b|author|rights reserved|publish", re.IGNORECASE)
+
+
+def _without_copyright(abstract: str) -> str:
+    found = _COPYRIGHT.search(abstract)
+    if found and found.start() and _RIGHTS.search(found.group(1)):
+        return abstract[: found.start()].rstrip()
+    return abstract
+
+
 def make_paper(record: dict[str, Any], source: str) -> Paper:
     """A Paper from one raw record; raises ValueError naming what is wrong."""
     raw = record.get("abstract")
@@ -204,7 +221,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
         )
     if not isinstance(raw, str):
         raise ValueError(f"'abstract' is not text: {raw!r:.60}")
-    abstract = normalize_text(raw)
+    abstract = _without_copyright(normalize_text(raw))
     if not abstract or _PLACEHOLDER.match(abstract):
         raise ValueError("empty 'abstract'")
     title = _TAGS.sub("", normalize_text(str(record.get("title") or ""))).strip() or None
