@@ -298,3 +298,21 @@ def test_what_a_new_users_exports_held_is_read_as_meant(tmp_path: Path):
         )
     ids = {next(iter(_by_id(path)[0])) for path in (first, second)}
     assert len(ids) == 2 and "ITEM-1" not in ids
+
+
+@pytest.mark.parametrize(
+    ("written", "name"),
+    [
+        ("Okafor, Chidi", "Chidi Okafor"),
+        ("van der Berg, Jan", "Jan van der Berg"),
+        ("King, Jr., Martin Luther", "Martin Luther King Jr."),  # BibTeX's "Last, Jr, First"
+        ("King, Martin Luther, Jr.", "Martin Luther King Jr."),  # the suffix written last
+        ("Gates, William, III", "William Gates III"),
+        ("Chidi Okafor", "Chidi Okafor"),
+    ],
+)
+def test_a_name_written_last_first_is_turned_round_with_its_suffix(written: str, name: str):
+    """Before: "King, Martin Luther, Jr." became "Martin Luther, Jr. King"."""
+    from assistant.ingest.formats import first_last
+
+    assert first_last(written) == name

@@ -25,8 +25,19 @@ def clean_doi(value: object) -> str | None:
     return doi or None
 
 
+_SUFFIX = re.compile(r"(?:jr|sr|[ivx]+)\.?", re.IGNORECASE)
+
+
 def first_last(name: str) -> str:
-    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is."""
+    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is. With a suffix, as BibTeX
+    writes it ('King, Jr., Martin') or after the first name ('King, Martin, Jr.'): 'Martin
+    King Jr.'."""
+    parts = [p.strip() for p in name.split(",")]
+    if len(parts) == 3 and all(parts):
+        last, middle, first = parts
+        if _SUFFIX.fullmatch(first) and not _SUFFIX.fullmatch(middle):
+            middle, first = first, middle
+        return f"{first} {last} {middle}"
     last, sep, first = name.partition(",")
     return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
 
