@@ -281,13 +281,16 @@ def test_what_a_new_users_exports_held_is_read_as_meant(tmp_path: Path):
     assert paper.authors == ("Björn Schäfer",) and paper.title == "Growth of E. coli in CO2"
     scopus = tmp_path / "scopus.csv"
     scopus.write_text(
-        "Authors,Title,Year,Source title,Abstract,DOI,Link,EID\n"
-        '"[No author name available]",Splicing,2018,Cell,"We map splicing.",10.1/x,l,2-s2.0-1\n'
-        '"Kim S., Lee J.",Cells,2019,Cell,"[No abstract available]",10.1/y,l,2-s2.0-2\n',
+        "Authors,Author full names,Title,Year,Source title,Abstract,DOI,Link,EID\n"
+        '"[No author name available]",,Splicing,2018,Cell,"We map splicing.",10.1/x,l,2-s2.0-1\n'
+        '"Kim S., Lee J.",,Cells,2019,Cell,"[No abstract available]",10.1/y,l,2-s2.0-2\n'
+        '"Kim S., Lee J.","Kim, Soo-Jin (57201234567); Lee, Ji-Woo (57209876543)",Maps,2020,'
+        'Cell,"We map cells.",10.1/z,l,2-s2.0-3\n',
         encoding="utf-8",
     )
     papers, warnings = _by_id(scopus)
-    assert list(papers) == ["2-s2.0-1"] and papers["2-s2.0-1"].authors == ()
+    assert list(papers) == ["2-s2.0-1", "2-s2.0-3"] and papers["2-s2.0-1"].authors == ()
+    assert papers["2-s2.0-3"].authors == ("Soo-Jin Kim", "Ji-Woo Lee")  # not "Kim S."
     assert "1 row without an abstract skipped (2-s2.0-2)" in warnings[0]
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     for path, text in ((first, "Tumours grow."), (second, "Rivers freeze.")):

@@ -332,6 +332,9 @@ def _csv_columns(fieldnames: Sequence[str] | None) -> dict[str, str]:
 _PLACEHOLDER = re.compile(r"^\s*\[no (?:abstract|author name)(?: available)?\]\.?\s*$", re.I)
 
 
+_SCOPUS_ID = re.compile(r"\s*\(\d+\)\s*$")  # the author id after a name in Scopus's export
+
+
 def _said_abstract(value: object) -> bool:
     return bool(str(value or "").strip()) and not _PLACEHOLDER.match(str(value))
 
@@ -370,6 +373,9 @@ def _csv_records(
         names = record.get("authors")
         if zotero and isinstance(names, str):  # always "Last, First; …", one name or more
             record["authors"] = [first_last(a) for a in names.split(";") if a.strip()]
+        full = row.get(columns["author full names"]) if "author full names" in columns else None
+        if full and full.strip():  # Scopus's: "Kim, Soo-Jin (57201234567); Lee, Ji-Woo (…)"
+            record["authors"] = [first_last(_SCOPUS_ID.sub("", a)) for a in full.split(";")]
         yield row_no, record
     note = no_abstract_note(path.name, skipped, "rows")
     if note:
