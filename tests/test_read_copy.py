@@ -137,7 +137,7 @@ def test_index_files_changed_from_outside_are_read_themselves(
     assert indexes.probes == 1
 
 
-@pytest.mark.parametrize("damage", ["cut", "zeros", "foreign", "gone"])
+@pytest.mark.parametrize("damage", ["cut", "zeros", "vectors", "foreign", "gone"])
 def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
     tmp_path: Path, corpus_papers: list[Paper], damage: str
 ):
@@ -149,6 +149,9 @@ def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
         copy.write_bytes(data[: len(data) // 2])
     elif damage == "zeros":
         copy.write_bytes(data[:100] + bytes(len(data) - 100))
+    elif damage == "vectors":  # past the tag: the file still names the catalog's copy
+        middle = len(data) // 2
+        copy.write_bytes(data[:middle] + bytes(4096) + data[middle + 4096 :])
     elif damage == "foreign":  # another store's copy put in its place
         other = tmp_path / "other"
         other.mkdir()
@@ -172,8 +175,11 @@ def test_a_store_past_the_bound_keeps_no_copy(tmp_path: Path, corpus_papers: lis
     store = _store(tmp_path, indexes, copy_vectors=60)
     _ingest(store, corpus_papers[:2])
     assert (tmp_path / COPY_FILE).is_file()
+    left = tmp_path / f".{COPY_FILE}.4242.tmp"  # a writer killed while it wrote a copy
+    left.write_bytes(b"half a copy")
     _ingest(store, corpus_papers[2:12])  # more than 60 chunk and sentence vectors
     assert not (tmp_path / COPY_FILE).exists() and store._read_copy() is None
+    assert not left.exists()  # removed though no copy is written
     vector = EMBEDDER.embed_query(corpus_papers[9].abstract[:200])
     assert store.nearest("chunks", vector, 1, Filter())[0].paper_id == corpus_papers[9].paper_id
 
@@ -206,3 +212,36 @@ def test_info_says_whether_reads_use_the_copy(tmp_path: Path, corpus_papers: lis
     off = settings.model_copy(update={"store": settings.store.model_copy(update={"read_copy": 0})})
     with Assistant(off) as assistant:
         assert assistant.info()["read_copy"].startswith("none (turned off")
+
+
+def test_a_run_that_changes_nothing_keeps_the_copy(tmp_path: Path, corpus_papers: list[Paper]):
+    indexes = ExactIndexes()
+    store = _store(tmp_path, indexes)
+    _ingest(store, corpus_papers[:6])
+    tag, written = store.get_meta(COPY), (tmp_path / COPY_FILE).stat().st_mtime_ns
+    report = _ingest(store, corpus_papers[:6])
+    assert report.unchanged == 6 and store.get_meta(COPY) == tag
+    assert (tmp_path / COPY_FILE).stat().st_mtime_ns == written
+
+
+def test_a_reader_that_looked_during_a_run_reads_the_new_copy_once_it_ends(
+    tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch
+):
+    """The writer names its new copy after the catalog's generation last moved: a long-lived
+    reader (``chat``) that looked in between must not read the indexes from then on."""
+    indexes = ExactIndexes()
+    _ingest(_store(tmp_path, indexes), corpus_papers[:4])
+    reader = _store(tmp_path, indexes)
+    assert reader._read_copy() is not None
+    keep = LocalStore._keep_copy
+
+    def looked_at_first(self: LocalStore) -> None:
+        assert reader._read_copy() is None  # the run has changed the vectors
+        keep(self)
+
+    monkeypatch.setattr(LocalStore, "_keep_copy", looked_at_first)
+    _ingest(_store(tmp_path, indexes), corpus_papers[4:6])
+    copy = reader._read_copy()
+    assert copy is not None and copy.tag == reader.get_meta(COPY)
+    vector = EMBEDDER.embed_query(corpus_papers[5].abstract[:200])
+    assert reader.nearest("chunks", vector, 1, Filter())[0].paper_id == corpus_papers[5].paper_id

@@ -113,7 +113,8 @@ class LocalStore(Store):
         self._facets: tuple[int, Facets] | None = None  # (catalog generation, what filters read)
         self.copy_vectors = copy_vectors if journal else 0
         self.query_embedder = query_embedder
-        self._copy: tuple[int, ReadCopy | None] | None = None  # (catalog generation, read copy)
+        # ((catalog generation, copy tag), read copy)
+        self._copy: tuple[tuple[int, str | None], ReadCopy | None] | None = None
 
     # -- parts, opened when first used --------------------------------------------------------
     def collection(self, kind: Kind) -> VectorIndex:
@@ -415,10 +416,11 @@ class LocalStore(Store):
         except VectorIndexDamagedError as exc:
             self._move_aside(str(exc))
             gaps = vector_gaps(self.catalog, self.chunks, self.sentences)
-        with self._changing():
-            self.chunks.delete_ids(gaps.orphan_chunks)
-            if self.sentences is not None:
-                self.sentences.delete_ids(gaps.orphan_sentences)
+        if gaps.orphan_chunks or gaps.orphan_sentences:  # else the read copy stays good
+            with self._changing():
+                self.chunks.delete_ids(gaps.orphan_chunks)
+                if self.sentences is not None:
+                    self.sentences.delete_ids(gaps.orphan_sentences)
         self.dropped = len(gaps.orphan_chunks) + len(gaps.orphan_sentences)
         return gaps.missing
 
@@ -500,33 +502,37 @@ class LocalStore(Store):
         """At the end of a run: a copy of the vectors for readers, unless the one named in
         the catalog is still there (no write since) or the store is too big for one."""
         path = self.folder / COPY_FILE
+        read_copy.discard(path, copy=False)  # scratch files of a writer killed writing one
         if not self.copy_vectors:
-            path.unlink(missing_ok=True)
+            read_copy.discard(path)
             return
         tag = self.catalog.get_meta(COPY)
-        if not self.indexes.present() or (tag and read_copy.tag_of(path) == tag):
-            return
+        if not self.indexes.present() or (tag and read_copy.load(path, tag, self._kinds())):
+            return  # read whole: a file damaged past its tag is written again
         opened = {kind: self.collection(kind) for kind in self._kinds()}
         if sum(index.count() for index in opened.values()) > self.copy_vectors:
-            path.unlink(missing_ok=True)
+            read_copy.discard(path)
             return
         tag = read_copy.new_tag()
         try:
             read_copy.write(path, tag, opened)
         except (OSError, ValueError):
-            return  # a cache: readers read the indexes themselves
+            read_copy.discard(path)  # a cache: readers read the indexes themselves
+            return
         self.catalog.set_meta(COPY, tag)
 
     def _read_copy(self) -> ReadCopy | None:
         """The read copy, if it holds what the indexes hold: no write since it was made, no
         write mark, index files as the last writer left them. Looked at again when the
-        catalog's generation moves."""
+        catalog's generation or the copy it names moves (a writer names its new copy after
+        its last change of generation: a reader that looked in between would else read the
+        indexes until the next write)."""
         if not self.copy_vectors or self.query_embedder is None or self._writing:
             return None
         with self._lock:
-            generation = self.catalog.generation
-            if self._copy is None or self._copy[0] != generation:
-                self._copy = (generation, self._load_copy())
+            state = (self.catalog.generation, self.catalog.get_meta(COPY))
+            if self._copy is None or self._copy[0] != state:
+                self._copy = (state, self._load_copy())
             return self._copy[1]
 
     def read_copy_note(self) -> str:

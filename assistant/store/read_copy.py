@@ -69,10 +69,7 @@ def new_tag() -> str:
 
 def write(path: Path, tag: str, indexes: Mapping[Kind, VectorIndex]) -> None:
     """Write the vectors of these indexes (kind -> index) with this tag, replacing the file
-    whole (a reader sees the old file or the new one, never half of one). The caller holds
-    the store's writer lock, so scratch files left beside it were left by a killed writer."""
-    for left in path.parent.glob(f".{path.name}.*.tmp"):
-        left.unlink(missing_ok=True)
+    whole (a reader sees the old file or the new one, never half of one)."""
     arrays: dict[str, np.ndarray] = {"tag": np.array(tag)}
     for kind, index in indexes.items():
         ids = sorted(index.ids())
@@ -94,6 +91,17 @@ def write(path: Path, tag: str, indexes: Mapping[Kind, VectorIndex]) -> None:
         scratch.unlink(missing_ok=True)
 
 
+def discard(path: Path, copy: bool = True) -> None:
+    """Remove the copy (unless ``copy`` is False) and any scratch file of one; what cannot be
+    removed (a folder in its place) is left: it is never read. The caller holds the store's
+    writer lock, so a scratch file is a killed writer's."""
+    for left in [*path.parent.glob(f".{path.name}.*.tmp"), *([path] if copy else [])]:
+        try:
+            left.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def load(path: Path, tag: str, kinds: Sequence[Kind]) -> ReadCopy | None:
     """The copy at ``path`` if it is whole and carries this tag; None otherwise."""
     try:
@@ -110,12 +118,3 @@ def load(path: Path, tag: str, kinds: Sequence[Kind]) -> ReadCopy | None:
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return ReadCopy(tag, found)
-
-
-def tag_of(path: Path) -> str | None:
-    """The tag a copy file carries (None: no readable copy), without reading its vectors."""
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            return str(stored["tag"])
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return None
