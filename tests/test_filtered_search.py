@@ -178,3 +178,20 @@ def test_a_new_paper_is_found_by_the_same_filter(tmp_path: Path, corpus_papers: 
         local.ingest_papers([replace(papers[15], authors=(RARE,))])
         after = {h.paper_id for h in local.search(query, k=5, filters={"author": "quispe"})}
         assert after == {papers[7].paper_id, papers[15].paper_id}
+
+
+def test_an_edited_year_is_found_by_a_reader_kept_open(tmp_path: Path, corpus_papers: list[Paper]):
+    """A record edited but not its text (a year corrected) is written in place, not embedded
+    again; a reader kept open (chat, the API) still resolved filters from the old years, as
+    the catalog's generation stayed: a trial's `year=2031` found nothing."""
+    papers = _papers(corpus_papers[:10])
+    settings = load_settings(store={"path": tmp_path / "s"})
+    with Assistant(settings, embedder=HashingEmbedder()) as writer:
+        writer.ingest_papers(papers)
+        with Assistant(settings, embedder=HashingEmbedder()) as reader:
+            query = papers[3].abstract[:150]
+            assert reader.search(query, k=3, filters={"year": 2031}) == []
+            report = writer.ingest_papers([*papers[:3], replace(papers[3], year=2031)])
+            assert report.chunks_written == 0  # nothing embedded again
+            found = reader.search(query, k=3, filters={"year": 2031})
+            assert [h.paper_id for h in found] == [papers[3].paper_id]

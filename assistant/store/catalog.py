@@ -258,7 +258,8 @@ class Catalog:
     def update_in_place(self, papers: Sequence[Paper]) -> None:
         """Rewrite the record of papers whose title and abstract (so chunks and vectors) are
         unchanged: position, label, authors, year, venue, URL, and the fingerprint, which may be
-        of an older kind. Nothing derived from the text goes stale, so the generation stays."""
+        of an older kind. Nothing derived from the text goes stale, but what readers resolve
+        filters from does (a year edited), so the generation moves."""
         if not papers:
             return
         rows = [
@@ -282,6 +283,7 @@ class Catalog:
                 "authors = ?, year = ?, venue = ?, url = ?, doi = ? WHERE paper_id = ?",
                 rows,
             )
+            self.bump_generation(cur)
 
     def mark_pending(
         self, items: Iterable[tuple[Paper, list[Chunk]]], terms: Mapping[str, str] | None = None
