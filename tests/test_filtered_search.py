@@ -192,6 +192,6 @@ def test_an_edited_year_is_found_by_a_reader_kept_open(tmp_path: Path, corpus_pa
             query = papers[3].abstract[:150]
             assert reader.search(query, k=3, filters={"year": 2031}) == []
             report = writer.ingest_papers([*papers[:3], replace(papers[3], year=2031)])
-            assert report.chunks_written == 0  # nothing embedded again
+            assert report.chunks_written == 0 and report.edited == 1  # nothing embedded again
             found = reader.search(query, k=3, filters={"year": 2031})
             assert [h.paper_id for h in found] == [papers[3].paper_id]

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from assistant import Assistant, Paper, load_settings
+from assistant.cli.render import ingest_summary
 from assistant.embedding.embedders import Embedder, HashingEmbedder
 from assistant.ingest.chunking import sentences_of
 from assistant.retrieval.hybrid import check_filters
@@ -131,8 +133,13 @@ def test_an_edited_abstract_is_the_only_one_embedded(store, counting, tmp_path, 
     rows[3] = {**rows[3], "year": 2025, "venue": "ICLR"}  # metadata only: updated in place
     report = store.ingest([_jsonl(tmp_path / "p.jsonl", [rows[4], *rows[:4]])])
 
-    assert (report.added, report.updated, report.unchanged) == (0, 1, 4)
+    assert (report.added, report.updated, report.unchanged, report.edited) == (0, 1, 4, 1)
     assert counting.texts == _texts_of(store, edited)
+    console = Console(record=True, width=200)
+    ingest_summary(console, report, "S")
+    assert "0 added, 1 updated, 4 unchanged (1 with edited details), 0 removed" in (
+        console.export_text()
+    )
     assert store.store.catalog.papers(["p3"])["p3"].venue == "ICLR"
     assert "p3" in _dense_ids(store, five[3], year=2025, venue="ICLR")
     assert "p3" not in _dense_ids(store, five[3], year=2024)

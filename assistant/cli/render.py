@@ -62,8 +62,9 @@ def ingest_summary(console: Console, report: IngestReport, store: str) -> None:
         return
     console.print(
         f"[bold green]Ingested[/] {report.files} file(s) into [cyan]{escape(store)}[/]: "
-        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-        f"{report.removed} removed ({report.chunks_written} "
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged"
+        + (f" ({report.edited} with edited details)" if report.edited else "")
+        + f", {report.removed} removed ({report.chunks_written} "
         f"{'chunk' if report.chunks_written == 1 else 'chunks'} written"
         + (f", {report.duplicates} duplicate(s) skipped" if report.duplicates else "")
         + (

@@ -27,6 +27,7 @@ class IngestReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    edited: int = 0  # of the unchanged: details (year, venue, authors …) rewritten in place
     removed: int = 0
     recovered: int = 0  # unfinished papers from an interrupted run, finished or undone
     repaired: int = 0  # ready papers whose vectors were gone, re-embedded
@@ -49,6 +50,7 @@ class IngestReport:
             "added": self.added,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "details_edited": self.edited,
             "removed": self.removed,
             "recovered": self.recovered,
             "repaired": self.repaired,
@@ -73,6 +75,7 @@ class Plan:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    edited: int = 0
     repaired: int = 0
 
 
@@ -106,6 +109,7 @@ class Ingestor:
             added=plan.added,
             updated=plan.updated,
             unchanged=plan.unchanged,
+            edited=plan.edited,
             duplicates=loaded.duplicates,
             files=len(loaded.files),
             problems=list(loaded.problems),
@@ -195,6 +199,7 @@ class Ingestor:
                         plan.to_write.add(paper.paper_id)
                         continue
                     plan.unchanged += 1
+                    plan.edited += _details(known) != _details(paper)
                     if known != paper or entries[paper.paper_id].fingerprint != paper.fingerprint:
                         in_place.append(paper)
                     continue
@@ -281,3 +286,8 @@ def _windows(papers: Iterable[Paper], size: int) -> Iterator[list[Paper]]:
             window = []
     if window:
         yield window
+
+
+def _details(paper: Paper) -> tuple[object, ...]:
+    """What a user edits in a record besides its text (not its place in the file)."""
+    return (paper.authors, paper.year, paper.venue, paper.url, paper.doi)
