@@ -5,24 +5,18 @@ is never read, and the next writer makes a new one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from assistant import Paper, load_settings
-from assistant.embedding.embedders import HashingEmbedder
-from assistant.ingest.chunking import Chunker
-from assistant.ingest.corpus import LoadResult
-from assistant.ingest.pipeline import Ingestor, IngestReport
 from assistant.store.base import Filter
 from assistant.store.catalog import CATALOG_FILE, Catalog
 from assistant.store.exact import ExactIndex, ExactIndexes
 from assistant.store.local import COPY, WRITING, LocalStore
 from assistant.store.read_copy import COPY_FILE
-
-EMBEDDER = HashingEmbedder()
+from tests.test_store_journal import EMBEDDER, ingest_hashing
 
 
 def _store(folder: Path, indexes: ExactIndexes, copy_vectors: int = 40_000) -> LocalStore:
@@ -34,16 +28,6 @@ def _store(folder: Path, indexes: ExactIndexes, copy_vectors: int = 40_000) -> L
         copy_vectors=copy_vectors,
         query_embedder=lambda: EMBEDDER.name,
     )
-
-
-def _ingest(store: LocalStore, papers: Iterable[Paper] = (), batch: int = 64) -> IngestReport:
-    loaded = LoadResult()
-    for paper in papers:
-        loaded.add(paper)
-    cfg = load_settings().chunking
-    chunker = Chunker(cfg.size_for("hashing"), cfg.overlap_tokens)
-    with store.writer():
-        return Ingestor(store, EMBEDDER, chunker, batch_papers=batch).run(loaded)
 
 
 def _unopenable(indexes: ExactIndexes, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -77,7 +61,7 @@ def test_a_reader_answers_from_the_copy_as_the_index_does_without_opening_it(
     tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch
 ):
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:12])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:12])
     assert (tmp_path / COPY_FILE).is_file()
     from_index = _reads(_store(tmp_path, indexes, copy_vectors=0), corpus_papers)
     asked = _unopenable(indexes, monkeypatch)
@@ -94,7 +78,7 @@ def test_after_a_write_readers_read_the_index_until_the_next_run_ends(
     batch's papers; every reader reads the index until a run ends and names a new copy."""
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers[:4])
+    ingest_hashing(store, corpus_papers[:4])
     tag = store.get_meta(COPY)
     upsert, calls = ExactIndex.upsert, []
 
@@ -106,7 +90,7 @@ def test_after_a_write_readers_read_the_index_until_the_next_run_ends(
 
     monkeypatch.setattr(ExactIndex, "upsert", killed_in_the_second_batch)
     with pytest.raises(KeyboardInterrupt):
-        _ingest(store, corpus_papers[4:8], batch=2)
+        ingest_hashing(store, corpus_papers[4:8], batch=2)
     monkeypatch.setattr(ExactIndex, "upsert", upsert)
     assert store.get_meta(WRITING) and store.get_meta(COPY) == ""
     assert store.counts()["papers"] == 6  # the first batch is ready
@@ -117,7 +101,7 @@ def test_after_a_write_readers_read_the_index_until_the_next_run_ends(
         assert reader._read_copy() is None
         assert reader.nearest("chunks", vector, 1, Filter())[0].paper_id == ready.paper_id
     assert indexes.probes == 1 and not reader.get_meta(WRITING)
-    report = _ingest(reader, corpus_papers[4:8])
+    report = ingest_hashing(reader, corpus_papers[4:8])
     assert report.added == 2 and reader.get_meta(COPY) not in (None, "", tag)
     after = _store(tmp_path, indexes)
     vector = EMBEDDER.embed_query(corpus_papers[7].abstract[:200])
@@ -129,7 +113,7 @@ def test_index_files_changed_from_outside_are_read_themselves(
     tmp_path: Path, corpus_papers: list[Paper]
 ):
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:6])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:6])
     indexes.touch()  # restored from a backup, say: the copy may not be what they hold
     reader = _store(tmp_path, indexes)
     assert reader._read_copy() is None
@@ -142,7 +126,7 @@ def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
     tmp_path: Path, corpus_papers: list[Paper], damage: str
 ):
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:6])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:6])
     copy = tmp_path / COPY_FILE
     data = copy.read_bytes()
     if damage == "cut":
@@ -155,7 +139,7 @@ def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
     elif damage == "foreign":  # another store's copy put in its place
         other = tmp_path / "other"
         other.mkdir()
-        _ingest(_store(other, ExactIndexes()), corpus_papers[6:9])
+        ingest_hashing(_store(other, ExactIndexes()), corpus_papers[6:9])
         copy.write_bytes((other / COPY_FILE).read_bytes())
     else:
         copy.unlink()
@@ -165,7 +149,7 @@ def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
     assert reader._read_copy() is None
     vector = EMBEDDER.embed_query(corpus_papers[3].abstract[:200])
     assert reader.nearest("chunks", vector, 1, Filter())[0].paper_id == corpus_papers[3].paper_id
-    report = _ingest(_store(tmp_path, indexes))  # a run with nothing new
+    report = ingest_hashing(_store(tmp_path, indexes))  # a run with nothing new
     assert report.added == 0 and _store(tmp_path, indexes)._read_copy() is not None
     assert not left.exists()
 
@@ -173,11 +157,11 @@ def test_a_damaged_copy_is_never_read_and_the_next_ingest_makes_it_again(
 def test_a_store_past_the_bound_keeps_no_copy(tmp_path: Path, corpus_papers: list[Paper]):
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes, copy_vectors=60)
-    _ingest(store, corpus_papers[:2])
+    ingest_hashing(store, corpus_papers[:2])
     assert (tmp_path / COPY_FILE).is_file()
     left = tmp_path / f".{COPY_FILE}.4242.tmp"  # a writer killed while it wrote a copy
     left.write_bytes(b"half a copy")
-    _ingest(store, corpus_papers[2:12])  # more than 60 chunk and sentence vectors
+    ingest_hashing(store, corpus_papers[2:12])  # more than 60 chunk and sentence vectors
     assert not (tmp_path / COPY_FILE).exists() and store._read_copy() is None
     assert not left.exists()  # removed though no copy is written
     vector = EMBEDDER.embed_query(corpus_papers[9].abstract[:200])
@@ -190,7 +174,7 @@ def test_a_reader_with_another_embedder_never_reads_the_copy(
     """Its queries would be compared with vectors of another model; the index it then opens
     refuses it by name (``test_ingest.py``: the store refuses a different embedder)."""
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:3])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:3])
     assert _store(tmp_path, indexes)._read_copy() is not None
     other = LocalStore(
         Catalog(tmp_path / CATALOG_FILE),
@@ -217,9 +201,9 @@ def test_info_says_whether_reads_use_the_copy(tmp_path: Path, corpus_papers: lis
 def test_a_run_that_changes_nothing_keeps_the_copy(tmp_path: Path, corpus_papers: list[Paper]):
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers[:6])
+    ingest_hashing(store, corpus_papers[:6])
     tag, written = store.get_meta(COPY), (tmp_path / COPY_FILE).stat().st_mtime_ns
-    report = _ingest(store, corpus_papers[:6])
+    report = ingest_hashing(store, corpus_papers[:6])
     assert report.unchanged == 6 and store.get_meta(COPY) == tag
     assert (tmp_path / COPY_FILE).stat().st_mtime_ns == written
 
@@ -230,7 +214,7 @@ def test_a_reader_that_looked_during_a_run_reads_the_new_copy_once_it_ends(
     """The writer names its new copy after the catalog's generation last moved: a long-lived
     reader (``chat``) that looked in between must not read the indexes from then on."""
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:4])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:4])
     reader = _store(tmp_path, indexes)
     assert reader._read_copy() is not None
     keep = LocalStore._keep_copy
@@ -240,7 +224,7 @@ def test_a_reader_that_looked_during_a_run_reads_the_new_copy_once_it_ends(
         keep(self)
 
     monkeypatch.setattr(LocalStore, "_keep_copy", looked_at_first)
-    _ingest(_store(tmp_path, indexes), corpus_papers[4:6])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[4:6])
     copy = reader._read_copy()
     assert copy is not None and copy.tag == reader.get_meta(COPY)
     vector = EMBEDDER.embed_query(corpus_papers[5].abstract[:200])

@@ -28,7 +28,10 @@ def _store(folder: Path, indexes: ExactIndexes) -> LocalStore:
     return LocalStore(Catalog(folder / CATALOG_FILE), indexes, "abstracts", keeps_sentences=True)
 
 
-def _ingest(store: LocalStore, papers: Iterable[Paper] = (), batch: int = 64) -> IngestReport:
+def ingest_hashing(
+    store: LocalStore, papers: Iterable[Paper] = (), batch: int = 64
+) -> IngestReport:
+    """The ingest `assistant ingest` runs, with the hashing embedder, into ``store``."""
     loaded = LoadResult()
     for paper in papers:
         loaded.add(paper)
@@ -48,12 +51,12 @@ def test_a_damaged_index_is_refused_then_rebuilt_from_the_catalog(
 ):
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers[:8])
+    ingest_hashing(store, corpus_papers[:8])
     assert _nearest(store, corpus_papers[5]) == corpus_papers[5].paper_id
     indexes.damage("abstracts-sentences")
     with pytest.raises(VectorIndexDamagedError, match="assistant ingest --repair"):
         _store(tmp_path, indexes).sentence_vectors([f"{corpus_papers[0].paper_id}:s0"])
-    report = _ingest(store)  # what `ingest --repair` runs: no input
+    report = ingest_hashing(store)  # what `ingest --repair` runs: no input
     assert report.repaired == 8 and store.set_aside() == ["memory (set 1 aside)"]
     assert indexes.aside[0]["abstracts-sentences"].damage  # kept, not deleted
     assert _nearest(store, corpus_papers[5]) == corpus_papers[5].paper_id
@@ -67,7 +70,7 @@ def test_a_writer_killed_inside_a_vector_write_leaves_a_mark_the_next_run_settle
 ):
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers[:4])
+    ingest_hashing(store, corpus_papers[:4])
     upsert = ExactIndex.upsert
 
     def killed_halfway(self: ExactIndex, ids, vectors: np.ndarray, documents, metadatas) -> None:
@@ -77,7 +80,7 @@ def test_a_writer_killed_inside_a_vector_write_leaves_a_mark_the_next_run_settle
 
     monkeypatch.setattr(ExactIndex, "upsert", killed_halfway)
     with pytest.raises(KeyboardInterrupt):
-        _ingest(store, corpus_papers[4:10])
+        ingest_hashing(store, corpus_papers[4:10])
     monkeypatch.setattr(ExactIndex, "upsert", upsert)
     assert store.get_meta(WRITING)  # the mark of a writer that is gone
     assert store.counts()["papers"] == 4  # the batch never became ready
@@ -85,7 +88,7 @@ def test_a_writer_killed_inside_a_vector_write_leaves_a_mark_the_next_run_settle
     reader = _store(tmp_path, indexes)  # another command: the probe reads the index whole
     assert _nearest(reader, corpus_papers[1]) == corpus_papers[1].paper_id
     assert not reader.get_meta(WRITING)
-    report = _ingest(reader, corpus_papers[4:10])
+    report = ingest_hashing(reader, corpus_papers[4:10])
     assert report.added == 6 and reader.health().problems() == []
     assert _nearest(reader, corpus_papers[7]) == corpus_papers[7].paper_id
 
@@ -95,13 +98,13 @@ def test_a_mark_over_a_damaged_index_sends_readers_to_repair(
 ):
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers[:4])
+    ingest_hashing(store, corpus_papers[:4])
     store.set_meta(WRITING, "12345")  # a writer died here
     indexes.damage("abstracts", "a torn page")
     reader = _store(tmp_path, indexes)
     with pytest.raises(VectorIndexDamagedError, match="a torn page.*ingest --repair"):
         reader.nearest("chunks", EMBEDDER.embed_query("x"), 3, Filter())
-    report = _ingest(reader)
+    report = ingest_hashing(reader)
     assert report.repaired == 4 and reader.health().problems() == []
 
 
@@ -112,7 +115,7 @@ def test_indexes_changed_from_outside_are_probed_once_before_they_are_read(
     fingerprint does. A reader probes such indexes before reading them, once; damage is told
     even on a read of the index that is whole, and the next ingest rebuilds it."""
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:6])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:6])
     paper = corpus_papers[2]
     assert _nearest(_store(tmp_path, indexes), paper) == paper.paper_id
     assert indexes.probes == 0  # the writer's own changes are known
@@ -125,7 +128,7 @@ def test_indexes_changed_from_outside_are_probed_once_before_they_are_read(
     for _ in range(2):  # told each time, never recorded as whole
         with pytest.raises(VectorIndexDamagedError, match="a page of zeros.*ingest --repair"):
             _nearest(_store(tmp_path, indexes), paper)  # the chunk index, which reads
-    report = _ingest(_store(tmp_path, indexes), corpus_papers[6:7])  # the next ingest
+    report = ingest_hashing(_store(tmp_path, indexes), corpus_papers[6:7])  # the next ingest
     assert report.repaired == 6 and report.added == 1
     assert _nearest(_store(tmp_path, indexes), paper) == paper.paper_id
 
@@ -138,7 +141,7 @@ def test_indexes_restored_from_an_older_copy_are_told_until_repaired(
     (the passing probe recorded the new fingerprint). The indexes are compared with the
     catalog too, and the reads refused until a repair embeds what is missing."""
     indexes = ExactIndexes()
-    _ingest(_store(tmp_path, indexes), corpus_papers[:6])
+    ingest_hashing(_store(tmp_path, indexes), corpus_papers[:6])
     older = corpus_papers[5].paper_id
     for name in ("abstracts", "abstracts-sentences"):
         indexes.open(name).delete_papers([older])
@@ -146,7 +149,7 @@ def test_indexes_restored_from_an_older_copy_are_told_until_repaired(
     for _ in range(2):
         with pytest.raises(VectorIndexDamagedError, match="1 paper of the catalog missing"):
             _nearest(_store(tmp_path, indexes), corpus_papers[2])
-    report = _ingest(_store(tmp_path, indexes))
+    report = ingest_hashing(_store(tmp_path, indexes))
     assert report.repaired == 1 and report.dropped == 0
     assert _nearest(_store(tmp_path, indexes), corpus_papers[5]) == older
     # The other way round: indexes newer than the catalog hold vectors of unknown papers.
@@ -155,7 +158,7 @@ def test_indexes_restored_from_an_older_copy_are_told_until_repaired(
     indexes.touch()
     with pytest.raises(VectorIndexDamagedError, match="1 paper not in the catalog present"):
         _nearest(_store(tmp_path, indexes), corpus_papers[2])
-    report = _ingest(_store(tmp_path, indexes))
+    report = ingest_hashing(_store(tmp_path, indexes))
     assert report.repaired == 0 and report.dropped == 1
     assert _nearest(_store(tmp_path, indexes), corpus_papers[2]) == corpus_papers[2].paper_id
 
@@ -174,7 +177,7 @@ def test_a_repair_cut_inside_a_batch_loses_no_paper(
 
     indexes = ExactIndexes()
     store = _store(tmp_path, indexes)
-    _ingest(store, corpus_papers)
+    ingest_hashing(store, corpus_papers)
     if older:
         ready = list(store.catalog.iter_ready())
         rewrite_records(
@@ -191,9 +194,9 @@ def test_a_repair_cut_inside_a_batch_loses_no_paper(
 
     monkeypatch.setattr(local, "write_vectors", cut_in_the_fourth_batch)
     with pytest.raises(KeyboardInterrupt):
-        _ingest(store, batch=8)  # what `ingest --repair` runs: no input
+        ingest_hashing(store, batch=8)  # what `ingest --repair` runs: no input
     assert store.get_meta("vectors_rebuilding") and len(calls) == 3  # cut inside the rebuild
     monkeypatch.setattr(local, "write_vectors", write_vectors)
-    _ingest(store, batch=8)
+    ingest_hashing(store, batch=8)
     assert store.counts()["papers"] == len(corpus_papers) and store.counts()["unfinished"] == 0
     assert store.health().problems() == []
