@@ -88,24 +88,40 @@ def test_csv_columns_are_case_insensitive(tmp_path: Path):
     assert paper.location == "mine.csv, row 1" and paper.reference == paper.location
 
 
+SEMI = 'Title;Abstract;Year\n"T1";"An abstract, with a comma; and more.";2024\n'  # Excel, de/fr
+TABS = "Title\tAbstract\tYear\nT1\tAn abstract, with a comma; and more.\t2024\n"
+
+
 @pytest.mark.parametrize(
-    "content",
+    ("name", "content"),
     [
-        'Title;Abstract;Year\n"T1";"An abstract, with a comma; and more.";2024\n',  # Excel, de/fr
-        'sep=;\nTitle;Abstract;Year\n"T1";"An abstract, with a comma; and more.";2024\n',
-        "Title\tAbstract\tYear\nT1\tAn abstract, with a comma; and more.\t2024\n",
+        ("excel.csv", SEMI),
+        ("excel.csv", "sep=;\n" + SEMI),
+        ("excel.csv", '"sep=;"\n' + SEMI),
+        ("excel.csv", TABS),
+        ("excel.tsv", TABS),
     ],
-    ids=["semicolons", "excel-sep-line", "tabs"],
+    ids=["semicolons", "excel-sep-line", "quoted-sep-line", "tabs", "tsv"],
 )
-def test_csv_separated_by_semicolons_or_tabs_is_read(tmp_path: Path, content: str):
+def test_csv_separated_by_semicolons_or_tabs_is_read(tmp_path: Path, name: str, content: str):
     """Excel saves "CSV" with semicolons where the comma is the decimal mark (most of
     Europe), and with a `sep=;` first line when asked to; such a file was refused for want
-    of an 'abstract' column (its one column was "title;abstract;year")."""
-    path = tmp_path / "excel.csv"
+    of an 'abstract' column (its one column was "title;abstract;year"). A `.tsv` was refused
+    as an unknown file type."""
+    path = tmp_path / name
     path.write_text("\ufeff" + content, encoding="utf-8")
     (paper,), problems = load_file(path)
     assert not problems and paper.label == "T1" and paper.year == 2024
     assert paper.abstract == "An abstract, with a comma; and more."
+
+
+def test_a_one_column_csv_keeps_the_commas_of_its_rows(tmp_path: Path):
+    """Excel where ';' is the separator quotes no comma: a one-column file's rows were split
+    at their first comma and the abstract cut there ('We study X')."""
+    path = tmp_path / "one.csv"
+    path.write_bytes("\ufeffabstract\r\nWe study X, Y and Z.\r\n".encode())
+    (paper,), problems = load_file(path)
+    assert paper.abstract == "We study X, Y and Z." and not problems
 
 
 @pytest.mark.parametrize(
@@ -251,6 +267,17 @@ def test_a_file_not_in_utf8_is_told_with_the_encoding_it_was_likely_saved_in(
     assert saved.decode(named).startswith("Caf\u00e9 ")  # what following the hint gives back
 
 
+def test_the_iconv_hint_holds_for_the_whole_file_and_a_name_with_spaces(tmp_path: Path):
+    """A byte cp1252 leaves undefined past the first 8 KB made iconv stop there, and the
+    name 'savedrecs (1).csv' unquoted was a shell syntax error."""
+    path = tmp_path / "savedrecs (1).csv"
+    rows = b"".join(b"T%d,Abstract %d.\n" % (i, i) for i in range(1000))
+    path.write_bytes(b"title,abstract\n" + rows + b"L,Control \x81 caf\xe9.\n")
+    with pytest.raises(InputFileError) as told:
+        load_file(path)
+    assert "iconv -f latin1 -t utf-8 'savedrecs (1).csv' > fixed.csv" in str(told.value)
+
+
 @pytest.mark.parametrize(
     ("tail", "kept"),
     [
@@ -258,8 +285,14 @@ def test_a_file_not_in_utf8_is_told_with_the_encoding_it_was_likely_saved_in(
         (" Copyright © 2018 John Wiley & Sons, Ltd.", False),
         (" (C) 2003 Elsevier Science B.V. All rights reserved.", False),  # Web of Science
         ("© The Author(s) 2020. Published by Oxford University Press.", False),
+        (" Crown Copyright © 2020 Published by Elsevier Ltd. All rights reserved.", False),
+        (" This article is protected by copyright. All rights reserved.", False),  # PubMed
         (" Copyright law shapes what such systems may be trained on in 2020.", True),
         (" We compare (a) pruning, (b) distillation and (c) quantisation.", True),
+        (" Copyright 2019 reform shifted liability and weakened authors' bargaining.", True),
+        (" Copyright © symbols on figures were counted; authors rarely held rights.", True),
+        (" (c) 2010 births were followed up by the authors for five years.", True),
+        (" © 2020 Elsevier Ltd. All rights reserved. Night respiration rose too.", True),
     ],
 )
 def test_a_publishers_copyright_line_is_not_part_of_the_abstract(
@@ -272,3 +305,12 @@ def test_a_publishers_copyright_line_is_not_part_of_the_abstract(
     path.write_text(json.dumps({"abstract": body + tail}) + "\n", encoding="utf-8")
     (paper,), _ = load_file(path)
     assert paper.abstract == (body + tail if kept else body)
+
+
+def test_an_abstract_that_is_only_a_copyright_line_is_skipped_and_said_so(tmp_path: Path):
+    path = tmp_path / "scopus.jsonl"
+    rows = [{"abstract": "© 2020 Elsevier Ltd. All rights reserved."}, {"abstract": "Cells."}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    papers, problems = load_file(path)
+    assert [p.abstract for p in papers] == ["Cells."]
+    assert "only the publisher's copyright line" in str(problems[0])

@@ -201,6 +201,26 @@ def test_bibtex_out_keys_are_stable_and_carry_doi_and_url():
     assert len(reread.entries) == len(papers) and not reread.failed_blocks
 
 
+def test_bibtex_out_writes_a_suffix_where_bibtex_reads_it():
+    """'Martin Luther King Jr.' written as it is reads in BibTeX as the last name 'Jr.'
+    (cited 'Jr., M. L. K.'), and the key was 'jr1963…'."""
+    import bibtexparser
+    from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
+
+    names = ("Martin Luther King Jr.", "William Gates III", "Chidi Okafor")
+    paper = Paper("x1", "a.jsonl#1", "Soil", "A.", title="Soil ethics", authors=names, year=1963)
+    out = to_bibtex([paper])
+    assert "@misc{king1963soil," in out
+    middleware = [SeparateCoAuthors(), SplitNameParts()]
+    (entry,) = bibtexparser.parse_string(out, append_middleware=middleware).entries
+    read = [(" ".join(n.first), " ".join(n.last), " ".join(n.jr)) for n in entry["author"]]
+    assert read == [
+        ("Martin Luther", "King", "Jr."),
+        ("William", "Gates", "III"),
+        ("Chidi", "Okafor", ""),
+    ]
+
+
 def test_bibtex_out_tells_colliding_keys_apart():
     one = Paper("x1", "a.jsonl#1", "Soil", "A.", title="Soil radar", authors=("Jo Li",), year=2020)
     two = Paper(
@@ -248,6 +268,25 @@ def test_a_csl_item_keeps_the_bibtex_key_better_bibtex_gives_it(tmp_path: Path):
     assert paper.authors == ("ESA Climate Office",) and paper.year == 2023
 
 
+def test_a_csl_name_keeps_its_suffix_and_particles(tmp_path: Path):
+    """Zotero and Mendeley write 'Jr.' in ``suffix`` and 'van' in ``dropping-particle``:
+    both were dropped ('Martin Luther King', 'Ludwig Beethoven')."""
+    path = tmp_path / "library.json"
+    path.write_text(
+        '[{"id": "k", "type": "article-journal", "abstract": "Forest trust.", "author": ['
+        '{"family": "King", "given": "Martin Luther", "suffix": "Jr."},'
+        '{"family": "Beethoven", "given": "Ludwig", "dropping-particle": "van"},'
+        '{"family": "Berg", "given": "Anna", "non-dropping-particle": "van der"}]}]',
+        encoding="utf-8",
+    )
+    papers, _ = _by_id(path)
+    assert papers["k"].authors == (
+        "Martin Luther King Jr.",
+        "Ludwig van Beethoven",
+        "Anna van der Berg",
+    )
+
+
 def test_a_beir_corpus_is_read_with_its_ids_titles_and_texts(tmp_path: Path):
     """BEIR's corpus.jsonl (SciFact's, TREC-COVID's) keeps each abstract in 'text': every line
     was refused for want of an 'abstract' field."""
@@ -285,12 +324,15 @@ def test_what_a_new_users_exports_held_is_read_as_meant(tmp_path: Path):
         '"[No author name available]",,Splicing,2018,Cell,"We map splicing.",10.1/x,l,2-s2.0-1\n'
         '"Kim S., Lee J.",,Cells,2019,Cell,"[No abstract available]",10.1/y,l,2-s2.0-2\n'
         '"Kim S., Lee J.","Kim, Soo-Jin (57201234567); Lee, Ji-Woo (57209876543)",Maps,2020,'
-        'Cell,"We map cells.",10.1/z,l,2-s2.0-3\n',
+        'Cell,"We map cells.",10.1/z,l,2-s2.0-3\n'
+        '"Chen X.","Chen, Xi (57000000005); ",Heat,2021,PNAS,"Urban heat.",10.1/w,l,2-s2.0-4\n',
         encoding="utf-8",
     )
     papers, warnings = _by_id(scopus)
-    assert list(papers) == ["2-s2.0-1", "2-s2.0-3"] and papers["2-s2.0-1"].authors == ()
+    assert list(papers) == ["2-s2.0-1", "2-s2.0-3", "2-s2.0-4"]
+    assert papers["2-s2.0-1"].authors == ()
     assert papers["2-s2.0-3"].authors == ("Soo-Jin Kim", "Ji-Woo Lee")  # not "Kim S."
+    assert papers["2-s2.0-4"].authors == ("Xi Chen",)  # no '' after the last ';'
     assert "1 row without an abstract skipped (2-s2.0-2)" in warnings[0]
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     for path, text in ((first, "Tumours grow."), (second, "Rivers freeze.")):
@@ -312,6 +354,10 @@ def test_what_a_new_users_exports_held_is_read_as_meant(tmp_path: Path):
         ("King, Martin Luther, Jr.", "Martin Luther King Jr."),  # the suffix written last
         ("Gates, William, III", "William Gates III"),
         ("Chidi Okafor", "Chidi Okafor"),
+        ("Li, Xi, Jr", "Xi Li Jr"),  # 'Xi' is a given name, not the numeral XI
+        ("Li, Xi", "Xi Li"),
+        ("Smith, V., Jr.", "V. Smith Jr."),  # 'V.' an initial
+        ("Martin Luther King, Jr.", "Martin Luther King Jr."),  # the suffix after the name
     ],
 )
 def test_a_name_written_last_first_is_turned_round_with_its_suffix(written: str, name: str):

@@ -138,8 +138,8 @@ def ingest(
     store: Path | None,
     chroma_url: str | None,
 ) -> None:
-    """Index abstracts (.txt, .jsonl, .json, .csv, .bib, .ris, .atom/.xml, folders); default: the
-    shipped corpus.
+    """Index abstracts (.txt, .jsonl, .json, .csv/.tsv, .bib, .ris, .atom/.xml, folders);
+    default: the shipped corpus.
 
     Re-running is cheap: only new or edited abstracts are embedded (moved lines are not),
     and an interrupted run is completed.

@@ -30,12 +30,13 @@ SUFFIXES = {
     ".ndjson": "jsonl",
     ".json": "json",
     ".csv": "csv",
+    ".tsv": "csv",  # the separator is read from the header line
     ".bib": "bibtex",
     ".ris": "ris",
     ".atom": "atom",
     ".xml": "atom",
 }
-KNOWN_TYPES = ".txt, .jsonl, .json, .csv, .bib, .ris, .atom, .xml"
+KNOWN_TYPES = ".txt, .jsonl, .json, .csv, .tsv, .bib, .ris, .atom, .xml"
 _POSITION = {  # what "#3" counts, per format
     "seed": "abstract",
     "jsonl": "line",
@@ -193,21 +194,48 @@ def _readable(abstract: str) -> str:
 _TAGS = re.compile(r"</?(?:i|b|em|strong|sub|sup|span)(?:\s[^<>]*)?>", re.IGNORECASE)
 
 
-# The publisher's line Scopus and Web of Science exports end abstracts with ("© 2020 Elsevier
-# Ltd. All rights reserved.", "Copyright © 2018 John Wiley & Sons, Ltd.", "(C) 2003 …"): not
-# the paper's words, so not indexed, embedded or quoted.
-_COPYRIGHT = re.compile(
-    r"(?:(?<=[.!?])\s*|^)(?:©|\(c\)\s*(?=\d{4})|copyright\s*(?:©|\(c\)|(?=\d{4})))(.{0,300})$",
+# The publisher's statement exports put at the end (or the start) of abstracts: "© 2020 Elsevier
+# Ltd. All rights reserved.", "Copyright © 2018 John Wiley & Sons", "(C) 2003 Elsevier Science
+# B.V.", "© The Author(s) 2020. Published by …", "This article is protected by copyright." It is
+# not the paper's words, so it is not indexed, embedded or quoted. A run of sentences is one
+# when it starts like one, every sentence of it reads like one, and it names a rights holder.
+_STARTS = re.compile(
+    r"(?:crown\s+)?(?:copyright\s*)?©|\(c\)\s*(?=\d{4})|copyright\s*(?:\(c\)|(?=\d{4}))"
+    r"|this article is protected by copyright",
     re.IGNORECASE,
 )
-_RIGHTS = re.compile(r"\b(?:1[89]|20)\d\d\b|author|rights reserved|publish", re.IGNORECASE)
+_HOLDER = (
+    r"rights reserved|published by|licensee|the author\(s\)|the authors?\.|protected by "
+    r"copyright|creative commons|\bcc[- ]by\b|elsevier|springer|wiley|ieee|mdpi|taylor|francis"
+    r"|\bsage\b|oxford|cambridge|\bnature\b|american|association|society|\bpress\b|\bltd\b|"
+    r"\binc\b|b\.\s?v\.|gmbh|\bag\b|\bacm\b|\bbmj\b|\bplos\b|frontiers|karger|thieme|"
+    r"wolters|kluwer|informa|\baaas\b|\bacs\b|\biop\b|\brsc\b|emerald|hindawi|bentham"
+)
+_NAMES_HOLDER = re.compile(_HOLDER, re.IGNORECASE)
+_STATEMENT_LIKE = re.compile(rf"©|\(c\)|copyright|{_HOLDER}", re.IGNORECASE)
+_SENTENCE = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z(©\"“])|(?<=[.!?])(?=©)|(?<![Cc]opyright)(?<!COPYRIGHT)\s+(?=©)"
+)
 
 
 def _without_copyright(abstract: str) -> str:
-    found = _COPYRIGHT.search(abstract)
-    if found and found.start() and _RIGHTS.search(found.group(1)):
-        return abstract[: found.start()].rstrip()
-    return abstract
+    cuts = [0, *(m.end() for m in _SENTENCE.finditer(abstract)), len(abstract)]
+    pieces = [abstract[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+
+    def statement(run: list[str]) -> bool:
+        return bool(
+            run
+            and _STARTS.match(run[0].strip())
+            and all(_STATEMENT_LIKE.search(p) or len(p.split()) <= 3 for p in run)
+            and _NAMES_HOLDER.search(" ".join(run))
+        )
+
+    end = len(pieces)
+    while end and (_STATEMENT_LIKE.search(pieces[end - 1]) or len(pieces[end - 1].split()) <= 3):
+        end -= 1
+    start = next((i for i in range(end, len(pieces)) if statement(pieces[i:])), len(pieces))
+    lead = next((k for k in range(start - 1, 0, -1) if statement(pieces[:k])), 0)
+    return "".join(pieces[lead:start]).strip()
 
 
 def make_paper(record: dict[str, Any], source: str) -> Paper:
@@ -221,7 +249,10 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
         )
     if not isinstance(raw, str):
         raise ValueError(f"'abstract' is not text: {raw!r:.60}")
-    abstract = _without_copyright(normalize_text(raw))
+    said = normalize_text(raw)
+    abstract = _without_copyright(said)
+    if said and not abstract:
+        raise ValueError("the 'abstract' is only the publisher's copyright line")
     if not abstract or _PLACEHOLDER.match(abstract):
         raise ValueError("empty 'abstract'")
     title = _TAGS.sub("", normalize_text(str(record.get("title") or ""))).strip() or None
@@ -347,7 +378,7 @@ def _csv_records(
     exports' are, not each an error."""
     rows = iter(lines)
     header = next(rows, "")
-    said = re.fullmatch(r"sep=(.)", header.strip("\ufeff\r\n"))  # Excel's own first line
+    said = re.fullmatch(r'"?sep=(.)"?', header.strip("\ufeff\r\n"))  # Excel's own first line
     if said:
         header = next(rows, "")
     delimiter = said.group(1) if said else _delimiter(header)
@@ -375,7 +406,8 @@ def _csv_records(
             record["authors"] = [first_last(a) for a in names.split(";") if a.strip()]
         full = row.get(columns["author full names"]) if "author full names" in columns else None
         if full and full.strip():  # Scopus's: "Kim, Soo-Jin (57201234567); Lee, Ji-Woo (…)"
-            record["authors"] = [first_last(_SCOPUS_ID.sub("", a)) for a in full.split(";")]
+            listed = (first_last(_SCOPUS_ID.sub("", a)) for a in full.split(";"))
+            record["authors"] = [name for name in listed if name]  # not the '' after a last ';'
         yield row_no, record
     note = no_abstract_note(path.name, skipped, "rows")
     if note:
@@ -384,10 +416,13 @@ def _csv_records(
 
 def _delimiter(header: str) -> str:
     """The separator a CSV's header line uses most, outside quotes: ',' (and on a tie), or
-    ';' as Excel writes CSV where the comma is the decimal mark, or a tab."""
+    ';' as Excel writes CSV where the comma is the decimal mark, or a tab; none for a header
+    of one column."""
     counts = {d: re.sub(r'"[^"]*"', "", header).count(d) for d in ",;\t"}
     best = max(counts, key=lambda d: (counts[d], d == ","))
-    return best if counts[best] else ","
+    # One column ('abstract'): its rows are not split at all, for Excel, where ';' is the
+    # separator, quotes none of the commas in them (a split kept the text up to the first).
+    return best if counts[best] else "\x1f"
 
 
 def _kind_of_name(name: str) -> str | None:

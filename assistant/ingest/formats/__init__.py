@@ -25,19 +25,27 @@ def clean_doi(value: object) -> str | None:
     return doi or None
 
 
-_SUFFIX = re.compile(r"(?:jr|sr|[ivx]+)\.?", re.IGNORECASE)
+# Suffixes only: not every run of i, v and x ('Xi', 'Vi' are given names) nor 'V' (an initial).
+_SUFFIX = re.compile(r"(?:jr|sr|ii|iii|iv)\.?", re.IGNORECASE)
+
+
+def is_suffix(word: str) -> bool:
+    """'Jr.', 'Sr', 'III': what follows a name, not part of it."""
+    return bool(_SUFFIX.fullmatch(word))
 
 
 def first_last(name: str) -> str:
-    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is. With a suffix, as BibTeX
-    writes it ('King, Jr., Martin') or after the first name ('King, Martin, Jr.'): 'Martin
-    King Jr.'."""
+    """'Okafor, Chidi' -> 'Chidi Okafor'; 'Chidi Okafor' as it is. With a suffix, written
+    after the first name ('King, Martin, Jr.', RIS's and Zotero's way), as BibTeX writes it
+    ('King, Jr., Martin') or after the whole name ('Martin King, Jr.'): 'Martin King Jr.'."""
     parts = [p.strip() for p in name.split(",")]
     if len(parts) == 3 and all(parts):
         last, middle, first = parts
-        if _SUFFIX.fullmatch(first) and not _SUFFIX.fullmatch(middle):
+        if _SUFFIX.fullmatch(first):  # the suffix last: it is the suffix, whatever the middle
             middle, first = first, middle
         return f"{first} {last} {middle}"
+    if len(parts) == 2 and " " in parts[0] and _SUFFIX.fullmatch(parts[1]):
+        return f"{parts[0]} {parts[1]}"
     last, sep, first = name.partition(",")
     return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from assistant.answer.result import Answer
 from assistant.ingest.corpus import Paper
+from assistant.ingest.formats import is_suffix
 from assistant.store.filters import fold
 
 _CONFERENCE = re.compile(
@@ -34,11 +35,27 @@ def _ascii_word(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", fold(text))
 
 
+def _name_parts(name: str) -> tuple[str, str, str]:
+    """'Martin Luther King Jr.' -> ('King', 'Jr.', 'Martin Luther'); no suffix, no split."""
+    words = name.split()
+    if len(words) >= 3 and is_suffix(words[-1]):
+        return words[-2], words[-1], " ".join(words[:-2])
+    return name, "", ""
+
+
+def _bibtex_name(name: str) -> str:
+    """A name as BibTeX reads it: with a suffix, 'King, Jr., Martin Luther' (written as 'Martin
+    Luther King Jr.' BibTeX takes 'Jr.' for the last name)."""
+    last, suffix, given = _name_parts(name)
+    return f"{last}, {suffix}, {given}" if suffix else name
+
+
 def base_key(paper: Paper) -> str:
     """The paper's key before collisions are told apart."""
     if paper.source_file.lower().endswith(".bib") and _KEY.match(paper.paper_id):
         return paper.paper_id
-    last = _ascii_word(paper.authors[0].split()[-1]) if paper.authors else ""
+    last_name = _name_parts(paper.authors[0])[0] if paper.authors else ""
+    last = _ascii_word(last_name.split()[-1]) if last_name.strip() else ""  # not 'Jr.'s
     title_words = [w for w in re.findall(r"\w+", paper.title or paper.label)]
     first = next((_ascii_word(w) for w in title_words if fold(w) not in _STOP), "")
     key = f"{last or first or 'paper'}{paper.year or ''}{first if last else ''}"
@@ -50,7 +67,7 @@ def _entry(paper: Paper, key: str) -> object:
 
     fields = [Field("title", _latex(paper.title or paper.label))]
     if paper.authors:
-        fields.append(Field("author", " and ".join(_latex(a) for a in paper.authors)))
+        fields.append(Field("author", " and ".join(_latex(_bibtex_name(a)) for a in paper.authors)))
     if paper.year is not None:
         fields.append(Field("year", str(paper.year)))
     kind = "misc"

@@ -59,7 +59,8 @@ def _name(name: object) -> str | None:
         return None
     if isinstance(name.get("literal"), str):
         return name["literal"].strip() or None
-    parts = [name.get(k) for k in ("given", "non-dropping-particle", "family")]
+    keys = ("given", "dropping-particle", "non-dropping-particle", "family", "suffix")
+    parts = [name.get(k) for k in keys]  # 'Ludwig van Beethoven', 'Martin Luther King Jr.'
     return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip()) or None
 
 

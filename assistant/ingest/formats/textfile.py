@@ -6,6 +6,8 @@ UTF-16 or UTF-32 told by where the zero bytes fall, else UTF-8. Every problem is
 from __future__ import annotations
 
 import codecs
+import re
+import shlex
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -90,14 +92,17 @@ def encoding_of(path: Path) -> str:
         raise InputFileError(str(path), f"cannot be read ({exc.strerror or exc})") from exc
 
 
-def _legacy(head: bytes) -> str:
+_NOT_CP1252 = re.compile(b"[\x81\x8d\x8f\x90\x9d]")  # the five bytes cp1252 leaves undefined
+
+
+def _legacy(handle: BinaryIO) -> str:
     """What a text that is not UTF-8 was most likely saved as: Windows' cp1252 (Excel, Word:
-    its curly quotes and dashes are bytes 0x80-0x9f, control codes in latin1) when it reads
-    as that, else latin1."""
-    try:
-        head.decode("cp1252")
-    except UnicodeDecodeError:
-        return "latin1"
+    its curly quotes and dashes are bytes 0x80-0x9f, control codes in latin1) when all of it
+    reads as that (iconv stops at the first byte that does not), else latin1."""
+    handle.seek(0)
+    for block in iter(lambda: handle.read(1 << 16), b""):
+        if _NOT_CP1252.search(block):
+            return "latin1"
     return "cp1252"
 
 
@@ -115,8 +120,9 @@ def _decodes(path: Path, handle: BinaryIO) -> str:
                 raise InputFileError(
                     str(path), "looks binary, not text; give a file of abstracts (.txt, .bib, …)"
                 ) from exc
-            was = _legacy(head) if encoding in ("utf-8", "utf-8-sig") else encoding
-            fix = f"iconv -f {was} -t utf-8 {path.name} > fixed{path.suffix}"
+            was = _legacy(handle) if encoding in ("utf-8", "utf-8-sig") else encoding
+            fixed = shlex.quote(f"fixed{path.suffix}")  # 'savedrecs (1).csv' needs its quotes
+            fix = f"iconv -f {was} -t utf-8 {shlex.quote(path.name)} > {fixed}"
             raise InputFileError(
                 str(path),
                 f"not valid {_shown(encoding)} (byte {where}); re-save it as UTF-8, e.g. {fix}",
