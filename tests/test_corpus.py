@@ -8,7 +8,7 @@ import pytest
 from assistant import Assistant
 from assistant.errors import InputFileError
 from assistant.ingest.chunking import Chunker
-from assistant.ingest.corpus import load_corpus, load_file
+from assistant.ingest.corpus import load_corpus, load_file, make_paper
 from assistant.ingest.labels import derive_label
 from assistant.text.normalise import content_key, normalize_text
 from tests.conftest import CORPUS, write_seed
@@ -314,3 +314,18 @@ def test_an_abstract_that_is_only_a_copyright_line_is_skipped_and_said_so(tmp_pa
     papers, problems = load_file(path)
     assert [p.abstract for p in papers] == ["Cells."]
     assert "only the publisher's copyright line" in str(problems[0])
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://www.scopus.com/inward/record.uri?eid=2-s2.0-1", "https://doi.org/10.1/x"),
+        ("https://www.webofscience.com/wos/woscc/full-record/WOS:1", "https://doi.org/10.1/x"),
+        ("https://arxiv.org/abs/2501.00001", "https://arxiv.org/abs/2501.00001"),
+    ],
+)
+def test_a_paper_is_shown_by_its_doi_rather_than_an_index_record_page(url: str, shown: str):
+    """A Scopus export's 'Link' is Scopus's own record page, which needs a subscription; the
+    DOI's link is the one a reader can open."""
+    paper = make_paper({"abstract": "Cells.", "url": url, "doi": "10.1/x"}, "s.csv#1")
+    assert paper.reference == shown

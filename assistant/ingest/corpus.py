@@ -24,6 +24,10 @@ from assistant.ingest.formats.textfile import encoding_of, not_a_file
 from assistant.ingest.labels import derive_label
 from assistant.text.normalise import content_key, fingerprint, normalize_text
 
+_INDEX_PAGE = re.compile(
+    r"^https?://(?:www\.)?(?:scopus\.com|webofscience\.com|[\w.]*webofknowledge\.com)/"
+)
+
 SUFFIXES = {
     ".txt": "seed",
     ".jsonl": "jsonl",
@@ -99,8 +103,13 @@ class Paper:
 
     @property
     def reference(self) -> str:
-        """How a reader finds the paper: its URL, else its DOI's, else where its abstract is."""
-        return self.url or (f"https://doi.org/{self.doi}" if self.doi else self.location)
+        """How a reader finds the paper: its URL, else its DOI's, else where its abstract is.
+        The DOI's comes first over an index's record page, which needs a subscription (the
+        'Link' of a Scopus export)."""
+        doi = f"https://doi.org/{self.doi}" if self.doi else None
+        if doi and self.url and _INDEX_PAGE.search(self.url):
+            return doi
+        return self.url or doi or self.location
 
     def author_names(self, limit: int | None = None) -> str:
         """'A, B and C'; past ``limit`` names, 'A, B et al.'; '' when none are recorded."""
