@@ -227,6 +227,11 @@ _SENTENCE = re.compile(
 )
 
 
+def _reads_like_statement(piece: str) -> bool:
+    """A sentence of a publisher's statement, or a fragment of one ('B.V.', 'Inc.')."""
+    return bool(_STATEMENT_LIKE.search(piece)) or len(piece.split()) <= 3
+
+
 def _without_copyright(abstract: str) -> str:
     cuts = [0, *(m.end() for m in _SENTENCE.finditer(abstract)), len(abstract)]
     pieces = [abstract[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
@@ -235,12 +240,12 @@ def _without_copyright(abstract: str) -> str:
         return bool(
             run
             and _STARTS.match(run[0].strip())
-            and all(_STATEMENT_LIKE.search(p) or len(p.split()) <= 3 for p in run)
+            and all(map(_reads_like_statement, run))
             and _NAMES_HOLDER.search(" ".join(run))
         )
 
     end = len(pieces)
-    while end and (_STATEMENT_LIKE.search(pieces[end - 1]) or len(pieces[end - 1].split()) <= 3):
+    while end and _reads_like_statement(pieces[end - 1]):
         end -= 1
     start = next((i for i in range(end, len(pieces)) if statement(pieces[i:])), len(pieces))
     lead = next((k for k in range(start - 1, 0, -1) if statement(pieces[:k])), 0)
@@ -413,7 +418,7 @@ def _csv_records(
         names = record.get("authors")
         if zotero and isinstance(names, str):  # always "Last, First; …", one name or more
             record["authors"] = [first_last(a) for a in names.split(";") if a.strip()]
-        full = row.get(columns["author full names"]) if "author full names" in columns else None
+        full = record.get("author full names")
         if full and full.strip():  # Scopus's: "Kim, Soo-Jin (57201234567); Lee, Ji-Woo (…)"
             listed = (first_last(_SCOPUS_ID.sub("", a)) for a in full.split(";"))
             record["authors"] = [name for name in listed if name]  # not the '' after a last ';'

@@ -532,7 +532,7 @@ class LocalStore(Store):
         with self._lock:
             state = (self.catalog.generation, self.catalog.get_meta(COPY))
             if self._copy is None or self._copy[0] != state:
-                self._copy = (state, self._load_copy())
+                self._copy = (state, self._load_copy(self.query_embedder()))
             return self._copy[1]
 
     def read_copy_note(self) -> str:
@@ -547,11 +547,12 @@ class LocalStore(Store):
             "ingest makes one)"
         )
 
-    def _load_copy(self) -> ReadCopy | None:
+    def _load_copy(self, embedder: str) -> ReadCopy | None:
+        """The copy, for a reader whose queries ``embedder`` embeds."""
         tag = self.catalog.get_meta(COPY)
         if not tag or self.catalog.get_meta(WRITING) or self.catalog.get_meta(REBUILDING):
             return None
-        if self.query_embedder is not None and self.recorded_embedder() != self.query_embedder():
+        if self.recorded_embedder() != embedder:
             return None  # another embedder's vectors: opening the index says so
         if self._changed_outside() is not None:
             return None

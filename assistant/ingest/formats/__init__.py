@@ -41,10 +41,10 @@ def first_last(name: str) -> str:
     parts = [p.strip() for p in name.split(",")]
     if len(parts) == 3 and all(parts):
         last, middle, first = parts
-        if _SUFFIX.fullmatch(first):  # the suffix last: it is the suffix, whatever the middle
+        if is_suffix(first):  # the suffix last: it is the suffix, whatever the middle
             middle, first = first, middle
         return f"{first} {last} {middle}"
-    if len(parts) == 2 and " " in parts[0] and _SUFFIX.fullmatch(parts[1]):
+    if len(parts) == 2 and " " in parts[0] and is_suffix(parts[1]):
         return f"{parts[0]} {parts[1]}"
     last, sep, first = name.partition(",")
     return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
