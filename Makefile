@@ -30,8 +30,12 @@ lint: setup
 	$(VENV)/bin/mypy
 
 # --durations: the slowest tests, printed at the end, so what makes the suite slow is visible.
+# -n: one pytest worker per core (TEST_WORKERS=0 runs them in this process); --dist loadscope
+# keeps a module's tests on one worker, so a module's fixtures (a built wheel, a store) are made
+# once; tests/conftest.py starts the longest modules first.
+TEST_WORKERS ?= auto
 test: setup
-	$(VENV)/bin/pytest --durations=15
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 check: lint eval-smoke test   ## what CI runs: lint, types, a small offline eval, tests
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import socket
 import sqlite3
@@ -10,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,20 @@ CORPUS = ROOT / "data" / "neurips2025"
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 
 
+# The modules that take longest (`make test` prints the slowest tests). Collected first, so that
+# with one worker per core (`pytest -n`) none of them starts while the other worker sits idle
+# at the end.
+LONGEST_FIRST = ("test_kill.py", "test_damage.py", "test_concurrency.py", "test_wheel_install.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a module is kept
+
+
 @pytest.fixture(scope="session")
 def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's ``ASSISTANT_CACHE_DIR``: the int8 file of `ingest --fast` is made in it
@@ -35,7 +51,6 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> None:
     """Tests never see the developer's keys or settings."""
-    import os
 
     for name in list(os.environ):
         if name.startswith("ASSISTANT_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}:
@@ -108,13 +123,32 @@ def corpus_papers() -> list[Paper]:
     return load_corpus([CORPUS]).papers
 
 
+@contextmanager
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """A folder of this test run that every pytest worker (`pytest -n`) shares, held under a
+    lock: what the first worker makes in it, the others find made."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each worker's own
+    folder = base / name
+    folder.mkdir(exist_ok=True)
+    with open(folder.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def shipped_store(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbedder) -> Path:
-    """A store holding the 95 shipped abstracts, built once per session. Do not modify it."""
-    store = tmp_path_factory.mktemp("shipped") / "store"
-    with Assistant(load_settings(store={"path": store}), embedder=embedder) as assistant:
-        report = assistant.ingest()
-    assert report.added == 95 and report.ok
+    """A store holding the 95 shipped abstracts, built once per test run and shared by the
+    workers. Do not modify it."""
+    with shared_folder(tmp_path_factory, "shipped") as folder:
+        store, built = folder / "store", folder / "built"
+        if not built.exists():
+            shutil.rmtree(store, ignore_errors=True)
+            with Assistant(load_settings(store={"path": store}), embedder=embedder) as assistant:
+                report = assistant.ingest()
+            assert report.added == 95 and report.ok
+            built.touch()
     return store
 
 

@@ -58,8 +58,12 @@ def run(args: list[str], delay: float | None) -> dict[str, Any]:
             _child(lambda: main(args, prog_name="assistant"), errors)
         killed, reaped, status = False, 0, 0
         if delay is not None:
-            time.sleep(delay)
-            reaped, status = os.waitpid(pid, os.WNOHANG)
+            # Watch the run until the kill is due: one that finishes first is reaped then, so
+            # its "seconds" says how long a run takes now (the test adapts its delays to it).
+            due = started + delay
+            while reaped == 0 and time.monotonic() < due:
+                time.sleep(min(0.01, max(0.0, due - time.monotonic())))
+                reaped, status = os.waitpid(pid, os.WNOHANG)
             if reaped == 0:
                 os.kill(pid, signal.SIGKILL)
                 killed = True

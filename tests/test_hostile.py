@@ -67,7 +67,9 @@ def test_trickling_server_ends_at_the_deadline(store, server, monkeypatch, inter
     result = _ask(store, server)
     waited = time.monotonic() - server.received[0]
     assert result.exit_code == 1, result.output
-    assert 1.9 < waited < 2.6, waited
+    # Upper bounds here leave room for a loaded machine (the tests run beside others); what
+    # they catch takes far longer: the 30 s stall, or another timeout per retry.
+    assert 1.9 < waited < 4, waited
     assert len(server.requests) == 1  # no retry once the deadline has passed
     error = result.stderr.strip()
     assert len(error.splitlines()) == 1 and "Traceback" not in result.output
@@ -96,7 +98,7 @@ def test_a_model_that_stalls_mid_answer_is_cut_off(store, server, monkeypatch):
     result = _ask(store, server)
     waited = time.monotonic() - server.received[0]
     assert result.exit_code == 1, result.output
-    assert 1.9 < waited < 2.8, waited
+    assert 1.9 < waited < 4, waited
     error = result.stderr.strip().splitlines()[-1]
     assert "stopped answering: nothing more for 2 s" in error and "ASSISTANT_LLM__TIMEOUT" in error
 
@@ -108,7 +110,7 @@ def test_the_deadline_covers_retries(store, server, embedder):
     with _assistant(store, server, embedder, timeout=2, max_retries=3) as slow:
         with pytest.raises(ProviderError, match="2 of 3 retries made"):
             slow.ask(KVFLOW_Q)
-    assert time.monotonic() - started < 2.8
+    assert time.monotonic() - started < 3.5  # a timeout per retry: 2 s more at least
     assert len(server.requests) == 3
 
 
@@ -122,7 +124,7 @@ def test_retry_after_is_honoured_only_within_the_deadline(store, server, embedde
         started = time.monotonic()
         with pytest.raises(ProviderError, match=r"rate limiting \(429\) after 0 retries"):
             assistant.ask(KVFLOW_Q)
-    assert time.monotonic() - started < 1.5 and len(server.requests) == 3
+    assert time.monotonic() - started < 5 and len(server.requests) == 3  # not the 60 s asked
 
 
 # -- streams cut short, marker-only and oversized replies -----------------------------------------
