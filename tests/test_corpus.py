@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -329,3 +330,28 @@ def test_a_paper_is_shown_by_its_doi_rather_than_an_index_record_page(url: str, 
     DOI's link is the one a reader can open."""
     paper = make_paper({"abstract": "Cells.", "url": url, "doi": "10.1/x"}, "s.csv#1")
     assert paper.reference == shown
+
+
+@pytest.mark.parametrize(
+    ("listed", "authors"),
+    [
+        ("Smith, John", ("John Smith",)),  # one author, last name first: not "Smith" and "John"
+        ("Smith, J. R.", ("J. R. Smith",)),
+        ("van der Berg, Anna", ("Anna van der Berg",)),
+        ("King, Martin Luther, Jr.", ("Martin Luther King Jr.",)),
+        ("Smith, John and Doe, Jane", ("John Smith", "Jane Doe")),  # BibTeX's way
+        (
+            "Ada Lovelace, Alan Turing and Grace Hopper",
+            ("Ada Lovelace", "Alan Turing", "Grace Hopper"),
+        ),
+        ("A. Smith, B. Jones", ("A. Smith", "B. Jones")),
+        ("Hinton, LeCun, Bengio", ("Hinton", "LeCun", "Bengio")),
+        ("Vaswani, Ashish; Shazeer, Noam", ("Ashish Vaswani", "Noam Shazeer")),
+    ],
+)
+def test_an_authors_column_is_read_as_people_write_it(tmp_path: Path, listed: str, authors):
+    path = tmp_path / "papers.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["title", "authors", "abstract"], ["T", listed, "We study it."]])
+    papers, problems = load_file(path)
+    assert not problems and papers[0].authors == authors

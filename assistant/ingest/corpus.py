@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from assistant.errors import InputFileError
-from assistant.ingest.formats import Row, clean_doi, first_last, no_abstract_note
+from assistant.ingest.formats import Row, clean_doi, first_last, names_of, no_abstract_note
 from assistant.ingest.formats.textfile import encoding_of, not_a_file
 from assistant.ingest.labels import derive_label
 from assistant.text.normalise import content_key, fingerprint, normalize_text
@@ -275,10 +275,7 @@ def make_paper(record: dict[str, Any], source: str) -> Paper:
     paper_id = given_id or content_key(abstract)  # a blank id ("\r") is no id
     authors = record.get("authors") or ()
     if isinstance(authors, str):
-        if ";" in authors:  # "Vaswani, Ashish; Shazeer, Noam" (Zotero, Scopus)
-            authors = [first_last(a) for a in authors.split(";") if a.strip()]
-        else:
-            authors = [a.strip() for a in re.split(r", (?=[A-Z])| and ", authors) if a.strip()]
+        authors = names_of(authors)
     elif not isinstance(authors, list | tuple):
         raise ValueError(f"'authors' is neither a list nor a ';'-separated string: {authors!r}")
     authors = [a for a in authors if not _PLACEHOLDER.match(str(a))]

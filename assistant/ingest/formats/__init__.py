@@ -50,6 +50,36 @@ def first_last(name: str) -> str:
     return f"{first.strip()} {last.strip()}".strip() if sep and first.strip() else name.strip()
 
 
+# Lower-case words that start a family name ('van der Berg', 'de la Cruz', 'bin Salman').
+_PARTICLES = frozenset(
+    "van von der den de da del della di du la le ten ter bin ibn al el dos das".split()
+)
+
+
+def _last_first(name: str) -> bool:
+    """'Smith, John', 'Smith, J. R.', 'van der Berg, Anna', 'King, Martin, Jr.': a family name
+    (one word, after any particles), a comma, then at most four given names or initials."""
+    pieces = [p.strip() for p in name.split(",")]
+    if len(pieces) == 3 and (is_suffix(pieces[1]) or is_suffix(pieces[2])):
+        pieces = [pieces[0], pieces[2] if is_suffix(pieces[1]) else pieces[1]]
+    if len(pieces) != 2:
+        return False
+    family, given = pieces[0].split(), pieces[1].split()
+    return bool(family) and 1 <= len(given) <= 4 and all(w in _PARTICLES for w in family[:-1])
+
+
+def names_of(text: str) -> list[str]:
+    """The authors a string lists, each as 'First Last': 'Vaswani, Ashish; Shazeer, Noam'
+    (Zotero, Scopus), 'Smith, John' (one author, not two), 'Smith, John and Doe, Jane'
+    (BibTeX's way), 'Ada Lovelace, Alan Turing and Grace Hopper'."""
+    if ";" in text:
+        return [first_last(a) for a in text.split(";") if a.strip()]
+    parts = [p.strip() for p in re.split(r"\s+and\s+", text) if p.strip()]
+    if parts and all(_last_first(p) for p in parts):
+        return [first_last(p) for p in parts]
+    return [a.strip() for a in re.split(r", (?=[A-Z])| and ", text) if a.strip()]
+
+
 def year_in(value: object) -> int | None:
     """The year of '2023', '2023-05-01', '2023/05//' or 2023; None when there is none."""
     if isinstance(value, int) and not isinstance(value, bool):
