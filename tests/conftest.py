@@ -30,7 +30,13 @@ SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 # The modules that take longest (`make test` prints the slowest tests). Collected first, so that
 # with one worker per core (`pytest -n`) none of them starts while the other worker sits idle
 # at the end.
-LONGEST_FIRST = ("test_kill.py", "test_damage.py", "test_concurrency.py", "test_wheel_install.py")
+LONGEST_FIRST = tuple(
+    f"test_{name}.py"
+    for name in (
+        "damage kill concurrency wheel_install fast_ingest model_families answer_model ingest "
+        "eval_run fuzz"
+    ).split()
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
