@@ -347,6 +347,12 @@ def test_a_paper_is_shown_by_its_doi_rather_than_an_index_record_page(url: str, 
         ("A. Smith, B. Jones", ("A. Smith", "B. Jones")),
         ("Hinton, LeCun, Bengio", ("Hinton", "LeCun", "Bengio")),
         ("Vaswani, Ashish; Shazeer, Noam", ("Ashish Vaswani", "Noam Shazeer")),
+        ("Van Der Berg, Anna", ("Anna Van Der Berg",)),
+        ("García Márquez, Gabriel", ("Gabriel García Márquez",)),
+        ("Smith, John & Doe, Jane", ("John Smith", "Jane Doe")),
+        ("Smith, J., Doe, J. R.", ("J. Smith", "J. R. Doe")),
+        ("Smith, John, et al.", ("John Smith",)),
+        ("Smith J, Doe J", ("Smith J", "Doe J")),  # PubMed's way, kept as written
     ],
 )
 def test_an_authors_column_is_read_as_people_write_it(tmp_path: Path, listed: str, authors):

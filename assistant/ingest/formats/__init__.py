@@ -9,6 +9,7 @@ with no abstract are counted, not rows: the reader adds one line about them to `
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 Row = tuple[int, dict[str, Any] | str]
@@ -56,28 +57,58 @@ _PARTICLES = frozenset(
 )
 
 
+_INITIALS = re.compile(r"(?:[A-Z]\.?-?)+")
+_ET_AL = re.compile(r",?\s+et\s+al\.?\s*$", re.IGNORECASE)
+
+
+def _initials(words: Sequence[str]) -> bool:
+    return bool(words) and all(_INITIALS.fullmatch(w) for w in words)
+
+
 def _last_first(name: str) -> bool:
-    """'Smith, John', 'Smith, J. R.', 'van der Berg, Anna', 'King, Martin, Jr.': a family name
-    (one word, after any particles), a comma, then at most four given names or initials."""
+    """'Smith, John', 'Smith, J. R.', 'van der Berg, Anna', 'García Márquez, Gabriel',
+    'King, Martin, Jr.': a family name, a comma, then at most four given names or initials. A
+    family name of several words (not particles) is taken only before one given name or
+    initials: 'Ada Lovelace, Alan Turing' is two people."""
     pieces = [p.strip() for p in name.split(",")]
     if len(pieces) == 3 and (is_suffix(pieces[1]) or is_suffix(pieces[2])):
         pieces = [pieces[0], pieces[2] if is_suffix(pieces[1]) else pieces[1]]
     if len(pieces) != 2:
         return False
     family, given = pieces[0].split(), pieces[1].split()
-    return bool(family) and 1 <= len(given) <= 4 and all(w in _PARTICLES for w in family[:-1])
+    one_family = all(w.casefold() in _PARTICLES for w in family[:-1])
+    return (
+        bool(family)
+        and 1 <= len(given) <= 4
+        and (one_family or len(given) == 1 or _initials(given))
+    )
+
+
+def _pairs(text: str) -> list[str] | None:
+    """'Smith, J., Doe, J. R.': family names each followed by initials, as 'Last, First'."""
+    pieces = [p.strip() for p in text.split(",")]
+    if len(pieces) < 4 or len(pieces) % 2:
+        return None
+    if not all(_initials(given.split()) for given in pieces[1::2]):
+        return None
+    return [f"{pieces[i]}, {pieces[i + 1]}" for i in range(0, len(pieces), 2)]
 
 
 def names_of(text: str) -> list[str]:
     """The authors a string lists, each as 'First Last': 'Vaswani, Ashish; Shazeer, Noam'
-    (Zotero, Scopus), 'Smith, John' (one author, not two), 'Smith, John and Doe, Jane'
-    (BibTeX's way), 'Ada Lovelace, Alan Turing and Grace Hopper'."""
+    (Zotero, Scopus), 'Smith, John' (one author, not two), 'Smith, John and Doe, Jane' or
+    '... & ...' (BibTeX's way), 'Smith, J., Doe, J.', 'Ada Lovelace, Alan Turing and Grace
+    Hopper'. A closing 'et al.' is dropped."""
+    text = _ET_AL.sub("", text)
     if ";" in text:
         return [first_last(a) for a in text.split(";") if a.strip()]
-    parts = [p.strip() for p in re.split(r"\s+and\s+", text) if p.strip()]
+    parts = [p.strip() for p in re.split(r"\s+(?:and|&)\s+", text) if p.strip()]
     if parts and all(_last_first(p) for p in parts):
         return [first_last(p) for p in parts]
-    return [a.strip() for a in re.split(r", (?=[A-Z])| and ", text) if a.strip()]
+    pairs = _pairs(text) if len(parts) == 1 else None
+    if pairs is not None:
+        return [first_last(p) for p in pairs]
+    return [a.strip() for a in re.split(r", (?=[A-Z])|\s+(?:and|&)\s+", text) if a.strip()]
 
 
 def year_in(value: object) -> int | None:
