@@ -201,3 +201,14 @@ def test_ask_with_a_filter_that_matches_nothing_says_so(shipped_store: Path):
                        "--store", str(shipped_store))  # fmt: skip
     assert code == 0 and "No paper matches the filters given" in out
     assert "try `assistant ingest`" not in out
+
+
+@pytest.mark.parametrize("command", [["search", "attention"], ["ask", "what is attention?"]])
+def test_a_filter_written_as_an_option_is_told_how_to_write_it(tmp_path: Path, command):
+    """A new user typed `search attention --author Smith` and was asked "Did you mean
+    '--store'?"."""
+    result = CliRunner().invoke(main, [*command, "--author", "Smith", "--store", str(tmp_path)])
+    assert result.exit_code == 2 and "--store'?" not in result.output
+    assert "No such option: --author. A filter is given as --filter author=VALUE" in result.output
+    other = CliRunner().invoke(main, [*command, "--colour", "--store", str(tmp_path)])
+    assert other.exit_code == 2 and "No such option" in other.output  # click's own, as before

@@ -42,6 +42,9 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            _filter_hint(exc)
+            raise
         except AssistantError as exc:
             err_console().print(f"[bold red]error:[/] {exc}", highlight=False)
             sys.exit(1)
@@ -50,6 +53,21 @@ class _Group(click.Group):
                 "interrupted; run the same command again to finish (nothing is lost)"
             )
             sys.exit(130)
+
+
+def _filter_hint(exc: click.NoSuchOption) -> None:
+    """`search x --author Smith`: say how a filter is given, not click's nearest option name
+    ("Did you mean '--store'?")."""
+    from assistant.store.filters import FILTER_KEYS
+
+    key = exc.option_name.lstrip("-").replace("-", "_")
+    command = exc.ctx.command if exc.ctx is not None else None
+    if key in FILTER_KEYS and command and any(p.name == "filters" for p in command.params):
+        raise click.UsageError(
+            f"No such option: {exc.option_name}. A filter is given as --filter {key}=VALUE "
+            "(e.g. --filter author=Smith --filter year=2024; see --help)",
+            exc.ctx,
+        ) from None
 
 
 def store_options(func: F) -> F:
