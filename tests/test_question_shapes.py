@@ -131,6 +131,27 @@ def test_a_half_the_abstract_does_not_answer_is_named(own):
     assert any("«what learning rate did it use?»" in w for w in answer.warnings)
 
 
+def test_a_second_half_about_another_topic_is_answered_from_its_own_paper(own):
+    """A new user's two-part question: the second half was answered only from the first
+    half's paper, which does not answer it, and dropped without a word."""
+    answer = own.ask(
+        "How well do the wildfire forecasts do, and how much does the sequence model reduce "
+        "crop yield estimation error?"
+    )
+    assert not answer.refused and answer.warnings == []
+    assert "F1 score of 0.72" in answer.text and "12%" in answer.text
+    assert set(cited(answer)) == {
+        WILDFIRE["title"],
+        "Recurrent Neural Networks for Crop Yield Estimation",
+    }
+
+
+def test_a_half_that_continues_the_first_stays_with_its_paper():
+    halves = split("Which factor did it find acting on heart outcomes, and on which outcome?")
+    assert [h.text for h in halves][1] == "on which outcome?" and halves[1].refers_back
+    assert not split("What do tokenizers do, and what does drought do to soil?")[1].refers_back
+
+
 # -- sentences that stand alone -----------------------------------------------------------------
 @pytest.mark.parametrize(
     "question", ["What is KVFlow?", "How does KVFlow decide which KV cache entries to evict?"]

@@ -662,8 +662,9 @@ class ExtractiveProvider(Provider):
 
     def _stream_parts(self, context: Context, parts: list[Part]) -> Iterator[Piece]:
         """Each half answered in turn: the second about the papers the first was about
-        (unless it names its own). Quotes are merged paper by paper; a half the abstracts do
-        not answer is said so."""
+        (unless it names its own, or they do not answer it and it does not point back at
+        them). Quotes are merged paper by paper; a half the abstracts do not answer is said
+        so."""
         metadata: list[str] = []
         picked: list[Candidate] = []
         subject: set[int] | None = None
@@ -681,6 +682,13 @@ class ExtractiveProvider(Provider):
                 about = about or {1}
             else:
                 found, reason = self.answer_part(sub, about)
+                if not found and about and not named and not part.refers_back:
+                    # Not answered by the first half's papers and not pointing back at them
+                    # ("…, and what does drought do to soil microbes?"): any paper may answer.
+                    about = None
+                    found, reason = self.answer_part(sub)
+                if reason is None and not found:  # never dropped without a word
+                    reason = StreamWarning("no abstract here has a sentence that answers it", ())
                 if reason is not None:
                     unanswered.append(
                         StreamWarning(

@@ -48,10 +48,13 @@ _ASKS = re.compile(
 )
 
 
+_CONTINUES = re.compile(r"\s*(?:by|in|on|at|to|for|with|from)\s", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Part:
     text: str  # the half as asked, for messages
-    refers_back: bool  # it points at the first half's subject ("its", "they", "each")
+    refers_back: bool  # it points at the first half's subject ("its", "they", "on which")
 
 
 def split(question: str) -> list[Part]:
@@ -64,7 +67,10 @@ def split(question: str) -> list[Part]:
     second = question[match.end() :].strip()
     if not _ASKS.match(first) or not asked_terms(second) or not asked_terms(first):
         return [Part(question.strip(), False)]
-    return [Part(first + "?", False), Part(second, bool(_BACK.search(second)))]
+    # "…, and on which outcome?", "… and by how much?": a half that opens with a preposition
+    # continues the first half's clause, as one with "it" or "their" does.
+    back = bool(_BACK.search(second) or _CONTINUES.match(second))
+    return [Part(first + "?", False), Part(second, back)]
 
 
 _DEFINITION = re.compile(
