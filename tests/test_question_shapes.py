@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,8 @@ OWN = [
         "network, finding 91% of vessels longer than 20 metres.",
     },
 ]
+
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +147,41 @@ def test_a_second_half_about_another_topic_is_answered_from_its_own_paper(own):
         WILDFIRE["title"],
         "Recurrent Neural Networks for Crop Yield Estimation",
     }
+
+
+def test_who_wrote_a_paper_and_what_it_found_are_both_answered(own):
+    """'…, and what did it find?' has no words of its own: after a metadata half it was
+    dropped without a word (only the authors were given)."""
+    answer = own.ask("Who wrote the wildfire paper, and what did it find?")
+    assert not answer.refused and answer.warnings == []
+    assert "Maya Lin and Omar Haddad" in answer.text and "F1 score of 0.72" in answer.text
+    assert set(cited(answer)) == {WILDFIRE["title"]}
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Assistant]:
+    """A researcher's CSV of ten papers on unrelated topics (tests/data/library.csv), as a new
+    user's trial wrote it."""
+    store = tmp_path_factory.mktemp("library") / "store"
+    with Assistant(load_settings(store={"path": store}), embedder=embedder) as assistant:
+        assert assistant.ingest([DATA / "library.csv"]).added == 10
+        yield assistant
+
+
+def test_a_half_no_paper_answers_is_told_even_after_a_paper_far_ahead(library):
+    """The coral paper stood far ahead in the whole question's search, and that made the
+    mercury half look answered by it: no warning."""
+    answer = library.ask("What did the coral study find, and what is the boiling point of mercury?")
+    assert "63% of colonies" in answer.text
+    assert any("«what is the boiling point of mercury?»" in w for w in answer.warnings)
+
+
+def test_who_wrote_the_paper_and_what_it_found_in_a_users_library(library):
+    answer = library.ask(
+        "Who wrote the paper on microplastics in drinking water, and what did it find?"
+    )
+    assert "Chidi Okafor" in answer.text and "84% of samples" in answer.text
+    assert answer.warnings == []
 
 
 def test_a_half_that_continues_the_first_stays_with_its_paper():

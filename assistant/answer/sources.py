@@ -36,6 +36,9 @@ class Context:
     dropped: int = 0  # retrieved papers left out for the budget
     pinned: bool = False  # the user chose these papers; they are relevant by definition
     limit: int | None = None  # papers a "which papers ..." answer shows at most (the -k asked)
+    # A half of a question in parts that does not point back at the first half's papers: the
+    # sources' search scores are the whole question's, not this half's.
+    part: bool = False
 
 
 def render_source(n: int, hit: Hit, body: str) -> str:

@@ -555,8 +555,8 @@ class ExtractiveProvider(Provider):
         (in fused score units) ahead of the second: the question is about it, whatever its
         wording. A survey asks about a topic, which one paper far ahead does not cover."""
         hits = context.sources
-        if top != 1 or is_survey(context.question):
-            return False
+        if top != 1 or context.part or is_survey(context.question):
+            return False  # a half's search scores are the whole question's
         return len(hits) == 1 or hits[0].score - hits[1].score >= self.standout
 
     def _uncovered_topic(self, context: Context, likely: dict[int, float]) -> str | None:
@@ -670,7 +670,7 @@ class ExtractiveProvider(Provider):
         subject: set[int] | None = None
         unanswered: list[StreamWarning] = []
         for part in parts:
-            sub = replace(context, question=part.text)
+            sub = replace(context, question=part.text, part=not part.refers_back)
             named = _named_sources(sub)
             about = named if len(named) > 0 else subject
             kind = metadata_question(part.text)
@@ -681,6 +681,9 @@ class ExtractiveProvider(Provider):
                 metadata.append(answer_from_metadata(kind, sub))
                 about = about or {1}
             else:
+                if about and not named and not asked_terms(part.text):  # "… what did it find?"
+                    labels = "; ".join(context.sources[n - 1].label for n in sorted(about))
+                    sub = replace(sub, question=f"{part.text} ({labels})")
                 found, reason = self.answer_part(sub, about)
                 if not found and about and not named and not part.refers_back:
                     # Not answered by the first half's papers and not pointing back at them

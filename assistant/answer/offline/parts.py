@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from assistant.answer.offline.metadata import parse as metadata_question
 from assistant.answer.offline.question import asked_terms, is_survey, topic_terms
 from assistant.retrieval.hybrid import Hit
 from assistant.text.terms import analyze
@@ -65,7 +66,11 @@ def split(question: str) -> list[Part]:
         return [Part(question.strip(), False)]
     first = question[: match.start()].strip(" ,;:")
     second = question[match.end() :].strip()
-    if not _ASKS.match(first) or not asked_terms(second) or not asked_terms(first):
+    if not _ASKS.match(first) or not asked_terms(first):
+        return [Part(question.strip(), False)]
+    # "Which papers study X, and what do they find?" asks one thing; "Who wrote the paper on
+    # X, and what did it find?" asks two: who (the metadata), then what (the abstract).
+    if not asked_terms(second) and metadata_question(first + "?") is None:
         return [Part(question.strip(), False)]
     # "…, and on which outcome?", "… and by how much?": a half that opens with a preposition
     # continues the first half's clause, as one with "it" or "their" does.
