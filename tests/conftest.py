@@ -57,7 +57,6 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> None:
     """Tests never see the developer's keys or settings."""
-
     for name in list(os.environ):
         if name.startswith("ASSISTANT_") or name in {"OPENAI_API_KEY", "OPENAI_BASE_URL"}:
             monkeypatch.delenv(name, raising=False)

@@ -676,14 +676,12 @@ class ExtractiveProvider(Provider):
             kind = metadata_question(part.text)
             if kind is not None:
                 if about and not named:  # "… and when was it published?": the same papers
-                    labels = "; ".join(context.sources[n - 1].label for n in sorted(about))
-                    sub = replace(sub, question=f"{part.text} ({labels})")
+                    sub = _asked_of(sub, about)
                 metadata.append(answer_from_metadata(kind, sub))
                 about = about or {1}
             else:
                 if about and not named and not asked_terms(part.text):  # "… what did it find?"
-                    labels = "; ".join(context.sources[n - 1].label for n in sorted(about))
-                    sub = replace(sub, question=f"{part.text} ({labels})")
+                    sub = _asked_of(sub, about)
                 found, reason = self.answer_part(sub, about)
                 if not found and about and not named and not part.refers_back:
                     # Not answered by the first half's papers and not pointing back at them
@@ -715,6 +713,13 @@ class ExtractiveProvider(Provider):
         if unique:
             text = (text + "\n" if text else "") + _quotes(context, unique)
         yield text
+
+
+def _asked_of(part: Context, papers: set[int]) -> Context:
+    """A half asked of the papers the first half was about, by their titles: "when was it
+    published? (KVFlow)"."""
+    labels = "; ".join(part.sources[n - 1].label for n in sorted(papers))
+    return replace(part, question=f"{part.question} ({labels})")
 
 
 def _defining(candidates: list[Candidate], source: int, names: list[str]) -> int | None:

@@ -27,10 +27,11 @@ from assistant.text.terms import analyze
 
 # Where a question's second half starts: a conjunction, then a question word or an auxiliary.
 # ("… and by how much …", "… and in which …": a preposition may come first.)
+_PREPOSITION = r"(?:by|in|on|at|to|for|with|from)"
 _SECOND_HALF = re.compile(
-    r"(?:,|;|:)?\s+(?:and|but|also|plus)\s+(?=(?:(?:by|in|on|at|to|for|with|from)\s+)?(?:what|how|"
+    rf"(?:,|;|:)?\s+(?:and|but|also|plus)\s+(?=(?:{_PREPOSITION}\s+)?(?:what|how|"
     r"who|whom|which|when|where|why|does|do|did|is|are|was|were|can|could)\b)|(?:;|\?)\s+"
-    r"(?=(?:and\s+)?(?:(?:by|in|on|at|to|for|with|from)\s+)?(?:what|how|who|which|when|where|"
+    rf"(?=(?:and\s+)?(?:{_PREPOSITION}\s+)?(?:what|how|who|which|when|where|"
     r"why)\b)",
     re.IGNORECASE,
 )
@@ -49,7 +50,7 @@ _ASKS = re.compile(
 )
 
 
-_CONTINUES = re.compile(r"\s*(?:by|in|on|at|to|for|with|from)\s", re.IGNORECASE)
+_CONTINUES = re.compile(rf"\s*{_PREPOSITION}\s", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,6 @@ def first_last(name: str) -> str:
 _PARTICLES = frozenset(
     "van von der den de da del della di du la le ten ter bin ibn al el dos das".split()
 )
-
-
 _INITIALS = re.compile(r"(?:[A-Z]\.?-?)+")
 _ET_AL = re.compile(r",?\s+et\s+al\.?\s*$", re.IGNORECASE)
 
