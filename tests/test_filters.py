@@ -29,6 +29,8 @@ PAPERS = [
         ("author=Okafor", {"author": "Okafor"}),
         ("year>=2023", {"year_min": 2023}),
         ("year<=2022", {"year_max": 2022}),
+        ("year>2023", {"year_min": 2024}),  # as people type it
+        ("year < 2020", {"year_max": 2019}),
         ("year=2021..2023", {"year_min": 2021, "year_max": 2023}),
         ("year=2021..", {"year_min": 2021}),
         ("year = 2024", {"year": 2024}),
@@ -50,6 +52,7 @@ def test_filters_parse(item: str, expected: dict[str, object]):
         ("year=2023..2021", "is an empty range"),
         ("colour=red", "unknown filter 'colour'; filter on author=NAME, title=WORDS"),
         ("author=--", "has no words to look for"),
+        ("year>twenty", "is not a year from 1 to 9999"),
     ],
 )
 def test_bad_filters_are_one_line(item: str, message: str):
@@ -58,6 +61,8 @@ def test_bad_filters_are_one_line(item: str, message: str):
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match="is not KEY=VALUE"):
         split_filter("author")
+    with pytest.raises(ValueError, match="only year is compared with >=; use author=VALUE"):
+        split_filter("author>=Okafor")
 
 
 def test_fold_ignores_case_and_accents():

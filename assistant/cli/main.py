@@ -235,7 +235,7 @@ def filter_option(func: F) -> F:
         multiple=True,
         metavar="KEY=VALUE",
         help="Only papers that match (repeatable): author=NAME (any author; case and accents "
-        "ignored), title=WORDS, year=2024, year>=2023, year<=2023, year=2021..2023, "
+        "ignored), title=WORDS, year=2024, year>=2023, year>2023, year<=2023, year=2021..2023, "
         "venue=NAME, doi=DOI, source_file=FILE.",
     )(func)
 

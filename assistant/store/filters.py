@@ -2,8 +2,9 @@
 
 Keys: ``author=`` (any author; every word of the value is a word of that author's name, case
 and accents aside: ``author=muller`` finds "Hans Müller"), ``title=`` (every word in the
-title), ``year=2024``, ``year>=2023``, ``year<=2023``, ``year=2021..2023``, ``venue=``, ``doi=``
-(``https://doi.org/…`` or bare, any case), ``source_file=``, ``paper_id=``. The same functions
+title), ``year=2024``, ``year>=2023``, ``year>2023``, ``year<=2023``, ``year<2023``,
+``year=2021..2023``, ``venue=``, ``doi=`` (``https://doi.org/…`` or bare, any case),
+``source_file=``, ``paper_id=``. The same functions
 decide a match in SQL (the catalog registers them) and in memory (``Filter.accepts``).
 """
 
@@ -65,12 +66,14 @@ def same_venue(venue: str | None, wanted: str) -> bool:
 
 def split_filter(item: str) -> tuple[str, str]:
     """'year>=2023' -> ('year', '>=2023'); 'author=Okafor' -> ('author', 'Okafor')."""
-    match = re.match(r"^\s*(\w+)\s*(>=|<=|=)\s*(.*?)\s*$", item, re.S)
+    match = re.match(r"^\s*(\w+)\s*(>=|<=|>|<|=)\s*(.*?)\s*$", item, re.S)
     if match is None or not match.group(3):
         raise ValueError(
             f"filter {item!r} is not KEY=VALUE; e.g. author=Okafor, year>=2023 ({FILTER_USAGE})"
         )
     key, op, value = match.groups()
+    if op != "=" and key != "year":
+        raise ValueError(f"filter {item!r}: only year is compared with {op}; use {key}=VALUE")
     return key, value if op == "=" else op + value
 
 
@@ -91,6 +94,10 @@ def year_fields(value: object) -> dict[str, int]:
         return {"year_min": _year(text[2:], item)}
     if text.startswith("<="):
         return {"year_max": _year(text[2:], item)}
+    if text.startswith(">"):  # after 2023: 2024 on
+        return {"year_min": _year(text[1:], item) + 1}
+    if text.startswith("<"):
+        return {"year_max": _year(text[1:], item) - 1}
     if ".." in text:
         low, _, high = text.partition("..")
         bounds = {}
@@ -128,5 +135,5 @@ def shown(filters: Mapping[str, Any] | None) -> str:
     parts = []
     for key, value in (filters or {}).items():
         text = str(value)
-        parts.append(f"{key}{text}" if text[:2] in (">=", "<=") else f"{key}={text}")
+        parts.append(f"{key}{text}" if text[:1] in ("<", ">") else f"{key}={text}")
     return ", ".join(parts) or "none"
