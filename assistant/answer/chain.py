@@ -26,6 +26,7 @@ from assistant.answer.sources import Context, build_context
 from assistant.errors import AssistantError, NoAnswerError
 from assistant.retrieval.hybrid import Hit
 from assistant.settings import LLMSettings
+from assistant.store.filters import shown
 from assistant.text.language import ENGLISH_ONLY, is_english
 from assistant.text.normalise import printable
 
@@ -56,10 +57,17 @@ class Request:
     limit: int | None = None  # papers a survey's answer shows at most, of the k it considers
 
 
-def nearest_papers(hits: list[Hit], n: int = 3, first: Collection[str] = ()) -> str:
-    """The nearest papers, those a refusal's warning names (``first``, paper ids) leading."""
+def nearest_papers(
+    hits: list[Hit],
+    n: int = 3,
+    first: Collection[str] = (),
+    filters: Mapping[str, Any] | None = None,
+) -> str:
+    """The nearest papers, those a refusal's warning names (``first``, paper ids) leading; with
+    none found, what the filters asked for (a search finds papers whenever some are indexed and
+    match)."""
     if not hits:
-        return " No paper matches the filters given (or none is indexed that comes close)."
+        return f" No paper matches {shown(filters)}." if filters else " No paper is indexed."
     named = [h for h in hits if h.paper_id in first]
     hits = named + [h for h in hits if h.paper_id not in first]
     names = "; ".join(f"{h.label} ({h.paper.reference})" for h in hits[: max(n, len(named))])
@@ -186,7 +194,7 @@ class AnswerChain:
         the provider's warnings name) first."""
         answer = Answer(
             question=request.question,
-            text=CANNOT_ANSWER + nearest_papers(hits, first=named),  # until a cited answer
+            text=CANNOT_ANSWER + nearest_papers(hits, first=named, filters=request.filters),
             refused=True,
             citations=[],
             retrieved=hits,
@@ -197,7 +205,8 @@ class AnswerChain:
             reasoning=reasoning,
         )
         if context is None:
-            answer.warnings.append("no retrieved abstract is close enough to the question")
+            if hits:  # none found: the answer says why
+                answer.warnings.append("no retrieved abstract is close enough to the question")
         elif self.provider.prompts_model and declines(text):
             # The model says, in our sentence or in its own words, that the sources do not answer.
             if not is_refusal(text):
