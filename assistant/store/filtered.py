@@ -89,6 +89,7 @@ class Facets:
         self._authors: dict[str, list[int]] | None = None  # name -> rows, when first asked
         self._author_rows = [r[1] for r in rows]
         self._words: dict[str, set[str]] = {}  # word of a name -> names
+        self._initials: dict[str, set[str]] = {}  # first letter of a word of a name -> names
         self._lock = threading.Lock()
 
     def answers(self, where: Filter) -> bool:
@@ -121,13 +122,16 @@ class Facets:
         return mask
 
     def _by_author(self, wanted: str) -> list[int]:
-        """Rows with an author whose name holds every word of ``wanted``
-        (``filters.any_author``), from an index of the words of every name."""
+        """Rows with an author whose name holds every word of ``wanted``, an initial for any
+        word it begins (``filters.names_match``), from an index of the words of every name."""
         self._index_authors()
         assert self._authors is not None
         names: set[str] | None = None
         for word in set(words(wanted)):
-            having = self._words.get(word, set())
+            if len(word) == 1:  # an initial: names with a word it begins
+                having = self._initials.get(word, set())
+            else:  # the word, or its initial
+                having = self._words.get(word, set()) | self._words.get(word[0], set())
             names = having if names is None else names & having
         return [row for name in names or () for row in self._authors[name]]
 
@@ -140,10 +144,12 @@ class Facets:
                 for name in json.loads(listed or "[]"):
                     authors[str(name)].append(row)
             index: dict[str, set[str]] = defaultdict(set)
+            initials: dict[str, set[str]] = defaultdict(set)
             for name in authors:
                 for word in set(_name_words(name)):
                     index[word].add(name)
-            self._words = dict(index)
+                    initials[word[0]].add(name)
+            self._words, self._initials = dict(index), dict(initials)
             self._authors = dict(authors)
 
 

@@ -1,7 +1,8 @@
 """What ``--filter``, chat's ``/filter`` and the Python API accept, and how a value matches.
 
 Keys: ``author=`` (any author; every word of the value is a word of that author's name, case
-and accents aside: ``author=muller`` finds "Hans Müller"), ``title=`` (every word in the
+and accents aside, an initial for any word it begins: ``author=muller`` and ``author=H. Müller``
+find "Hans Müller"), ``title=`` (every word in the
 title), ``year=2024``, ``year>=2023``, ``year>2023``, ``year<=2023``, ``year<2023``,
 ``year=2021..2023``, ``venue=``, ``doi=`` (``https://doi.org/…`` or bare, any case),
 ``source_file=``, ``paper_id=``. The same functions
@@ -42,8 +43,20 @@ def has_words(text: str | None, wanted: str) -> bool:
     return bool(text) and set(words(wanted)) <= set(words(text or ""))
 
 
+def names_match(name: str, wanted: str) -> bool:
+    """Every word of ``wanted`` is a word of the author's ``name``, where an initial stands
+    for any word it begins: "J. Smith" finds "John Smith", and "John Smith" finds "J Smith"."""
+    have = set(words(name))
+    return bool(have) and all(
+        word in have
+        or (len(word) == 1 and any(h.startswith(word) for h in have))
+        or word[0] in have
+        for word in set(words(wanted))
+    )
+
+
 def any_author(authors: Iterable[str], wanted: str) -> bool:
-    return any(has_words(name, wanted) for name in authors)
+    return any(names_match(name, wanted) for name in authors)
 
 
 def authors_json_match(authors: str | None, wanted: str) -> bool:
