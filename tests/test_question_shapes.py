@@ -184,6 +184,28 @@ def test_who_wrote_the_paper_and_what_it_found_in_a_users_library(library):
     assert answer.warnings == []
 
 
+def test_a_question_in_three_parts_has_each_answered(own):
+    """A list of questions before the last "and" was asked as one question: the first two
+    parts were answered as one, or said to be unanswered."""
+    question = (
+        "Who wrote the wildfire paper, what F1 score do its forecasts reach, and how much does "
+        "the sequence model reduce crop yield estimation error?"
+    )
+    parts = split(question)
+    assert [p.text for p in parts] == [
+        "Who wrote the wildfire paper?",
+        "what F1 score do its forecasts reach?",
+        "how much does the sequence model reduce crop yield estimation error?",
+    ]
+    assert [p.refers_back for p in parts] == [False, True, False]
+    answer = own.ask(question)
+    assert not answer.refused and answer.warnings == []
+    assert "Maya Lin and Omar Haddad" in answer.text
+    assert "F1 score of 0.72" in answer.text and "12%" in answer.text
+    # an item that asks nothing of its own ("how") is not a part apart
+    assert len(split("What do the wildfire forecasts reach, how, and who wrote them?")) == 2
+
+
 def test_a_half_that_continues_the_first_stays_with_its_paper():
     halves = split("Which factor did it find acting on heart outcomes, and on which outcome?")
     assert [h.text for h in halves][1] == "on which outcome?" and halves[1].refers_back

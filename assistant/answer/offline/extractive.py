@@ -675,10 +675,12 @@ class ExtractiveProvider(Provider):
             about = named if len(named) > 0 else subject
             kind = metadata_question(part.text)
             if kind is not None:
-                if about and not named:  # "… and when was it published?": the same papers
+                # "… and when was it published?": the same papers; "Who wrote the wildfire
+                # paper, …": the paper whose words it uses (another part may lead the search).
+                about = about or {_most_in_common(sub)}
+                if not named:
                     sub = _asked_of(sub, about)
                 metadata.append(answer_from_metadata(kind, sub))
-                about = about or {1}
             else:
                 if about and not named and not asked_terms(part.text):  # "… what did it find?"
                     sub = _asked_of(sub, about)
@@ -713,6 +715,17 @@ class ExtractiveProvider(Provider):
         if unique:
             text = (text + "\n" if text else "") + _quotes(context, unique)
         yield text
+
+
+def _most_in_common(part: Context) -> int:
+    """The source whose title and abstract hold most of the part's terms (the first of
+    equals: the search's order)."""
+    asked = set(asked_terms(part.question))
+    held = [
+        len(asked & set(analyze([f"{hit.paper.title or ''} {hit.paper.abstract}"])[0]))
+        for hit in part.sources
+    ]
+    return 1 + held.index(max(held)) if held else 1
 
 
 def _asked_of(part: Context, papers: set[int]) -> Context:

@@ -60,8 +60,9 @@ class Part:
 
 
 def split(question: str) -> list[Part]:
-    """The question's halves, in order; one part when it asks one thing. A half without terms
-    of its own ("what do they find?") is not a question apart."""
+    """The question's parts, in order: the halves of "X, and Y?", or the items of "X, Y, and
+    Z?"; one part when it asks one thing. A part without terms of its own ("what do they
+    find?") is not a question apart."""
     match = _SECOND_HALF.search(question)
     if match is None:
         return [Part(question.strip(), False)]
@@ -73,10 +74,35 @@ def split(question: str) -> list[Part]:
     # X, and what did it find?" asks two: who (the metadata), then what (the abstract).
     if not asked_terms(second) and metadata_question(first + "?") is None:
         return [Part(question.strip(), False)]
-    # "…, and on which outcome?", "… and by how much?": a half that opens with a preposition
-    # continues the first half's clause, as one with "it" or "their" does.
-    back = bool(_BACK.search(second) or _CONTINUES.match(second))
-    return [Part(first + "?", False), Part(second, back)]
+    listed = _listed(first)
+    return [
+        Part(listed[0] + "?", False),
+        *(Part(part + "?", _points_back(part)) for part in listed[1:]),
+        Part(second, _points_back(second)),
+    ]
+
+
+def _points_back(part: str) -> bool:
+    """ "…, and on which outcome?", "… and by how much?": a part that opens with a preposition
+    continues the first part's clause, as one with "it" or "their" does."""
+    return bool(_BACK.search(part) or _CONTINUES.match(part))
+
+
+# A question in a list before the last "and": "What does A show, how many B, and who wrote C?"
+_LISTED = re.compile(
+    rf",\s+(?=(?:{_PREPOSITION}\s+)?(?:what|how|who|whom|which|when|where|why)\b)", re.IGNORECASE
+)
+
+
+def _listed(first: str) -> list[str]:
+    """The questions a list before the last "and" holds, when each asks something of its
+    own; else the first part whole."""
+    listed = [part.strip() for part in _LISTED.split(first)]
+    if len(listed) > 1 and all(
+        asked_terms(part) or metadata_question(part + "?") is not None for part in listed
+    ):
+        return listed
+    return [first]
 
 
 _DEFINITION = re.compile(
