@@ -18,6 +18,7 @@ from assistant.answer.offline.parts import asked_acronym, expansion, refers_back
 from assistant.answer.result import CANNOT_ANSWER
 from assistant.cli.main import main
 from assistant.text.language import ENGLISH_ONLY, is_english
+from assistant.text.normalise import split_answer, split_sentences
 from assistant.text.terms import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,6 +205,31 @@ def test_a_question_in_three_parts_has_each_answered(own):
     assert "F1 score of 0.72" in answer.text and "12%" in answer.text
     # an item that asks nothing of its own ("how") is not a part apart
     assert len(split("What do the wildfire forecasts reach, how, and who wrote them?")) == 2
+
+
+def test_a_metadata_part_about_another_paper_is_answered_from_that_paper(own):
+    """ "…, and when was the ship detection paper published?" was answered from the paper
+    the first part was about."""
+    answer = own.ask(
+        "Who wrote the wildfire paper, and when was the ship detection paper published?"
+    )
+    assert "Maya Lin and Omar Haddad" in answer.text
+    assert "«Ship Detection from Orbit» is from 2020" in answer.text
+    assert answer.warnings == []
+
+
+def test_initials_in_an_answer_do_not_end_its_sentence():
+    """ "… written by Sarah Jones and J. R. Smith [1]." was read as three sentences: the last,
+    "Smith [1].", lost its marker as one that marks no claim."""
+    line = "«Bridges» was written by Sarah Jones and J. R. Smith [1]. It is from 2022 [1]."
+    assert split_answer(line) == [
+        "«Bridges» was written by Sarah Jones and J. R. Smith [1].",
+        "It is from 2022 [1].",
+    ]
+    assert split_sentences("Rich in vitamin A. We test it.") == [
+        "Rich in vitamin A.",
+        "We test it.",
+    ]
 
 
 def test_a_half_that_continues_the_first_stays_with_its_paper():

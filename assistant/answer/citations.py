@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from assistant.answer.result import CANNOT_ANSWER, Citation
 from assistant.retrieval.hybrid import Hit
-from assistant.text.normalise import split_sentences
+from assistant.text.normalise import split_answer
 
 _MARKER = re.compile(r"\[(\d+(?:\s*(?:,|;|-|–)\s*\d+)*)\]")
 _MARKER_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d[^\]]*\])+)")
@@ -93,7 +93,7 @@ def check_citations(text: str, sources: Sequence[Hit]) -> CheckedText:
             lines.append(raw)  # headings, "Sources:" lists: their markers cite no claim
             continue
         emptied = False  # the line held only markers, now removed
-        for sentence in split_sentences(line):
+        for sentence in split_answer(line):
             if _MARKER.search(sentence):
                 if len(_WORD.findall(_MARKER.sub(" ", sentence))) >= 2:
                     cited.update(cited_numbers(sentence))

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assistant.answer.result import Answer
-from assistant.text.normalise import split_sentences
+from assistant.text.normalise import split_answer
 from assistant.text.tokens import count_tokens
 
 # Aggregates of this module; higher is better except where LOWER_IS_BETTER says otherwise.
@@ -69,7 +69,7 @@ def answer_length(answer: Answer) -> dict[str, float | None]:
     if answer.refused:
         return {"answer_sentences": None, "answer_tokens": None}
     lines = [line for line in answer.text.splitlines() if line.strip()]
-    sentences = sum(len(split_sentences(line)) for line in lines)
+    sentences = sum(len(split_answer(line)) for line in lines)
     return {"answer_sentences": float(sentences), "answer_tokens": float(count_tokens(answer.text))}
 
 

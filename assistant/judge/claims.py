@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from assistant.answer.citations import cited_numbers
 from assistant.answer.result import CANNOT_ANSWER
-from assistant.text.normalise import split_sentences
+from assistant.text.normalise import split_answer
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
@@ -25,7 +25,7 @@ def cited_sentences(answer: str) -> list[CitedSentence]:
         line = _BULLET.sub("", line).strip()
         if not line or line.startswith("#"):
             continue
-        for sentence in split_sentences(line):
+        for sentence in split_answer(line):
             if CANNOT_ANSWER.rstrip(".") in sentence or len(sentence.split()) < 3:
                 continue
             out.append(CitedSentence(sentence, tuple(cited_numbers(sentence))))

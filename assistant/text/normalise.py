@@ -111,6 +111,22 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+_ENDS_WITH_INITIAL = re.compile(r"(?:^|[\s(.])[A-Z]\.$")
+
+
+def split_answer(text: str) -> list[str]:
+    """Sentences of an answer: ``split_sentences``, and a name's initial does not end one
+    ("written by Sarah Jones and J. R. Smith [1]."). Abstracts keep ``split_sentences``: their
+    sentence vectors are stored by position."""
+    sentences: list[str] = []
+    for piece in split_sentences(text):
+        if sentences and _ENDS_WITH_INITIAL.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    return sentences
+
+
 # Terminal escape sequences (CSI "ESC [ ... m", OSC "ESC ] ... BEL", two-byte "ESC x") whole, then
 # any C0/C1 control character left but newline and tab. "\r" goes too: it rewrites the line.
 _ESCAPE_SEQUENCE = re.compile(

@@ -675,9 +675,11 @@ class ExtractiveProvider(Provider):
             about = named if len(named) > 0 else subject
             kind = metadata_question(part.text)
             if kind is not None:
-                # "… and when was it published?": the same papers; "Who wrote the wildfire
-                # paper, …": the paper whose words it uses (another part may lead the search).
-                about = about or {_most_in_common(sub)}
+                # "Who wrote the wildfire paper, …", "…, and when was the coral study
+                # published?": the paper whose words it uses (another part may lead the
+                # search); "… and when was it published?": the same papers as before.
+                own = None if named or part.refers_back else _most_in_common(sub)
+                about = {own} if own else about or {1}
                 if not named:
                     sub = _asked_of(sub, about)
                 metadata.append(answer_from_metadata(kind, sub))
@@ -717,15 +719,15 @@ class ExtractiveProvider(Provider):
         yield text
 
 
-def _most_in_common(part: Context) -> int:
+def _most_in_common(part: Context) -> int | None:
     """The source whose title and abstract hold most of the part's terms (the first of
-    equals: the search's order)."""
+    equals: the search's order); None when none holds any."""
     asked = set(asked_terms(part.question))
     held = [
         len(asked & set(analyze([f"{hit.paper.title or ''} {hit.paper.abstract}"])[0]))
         for hit in part.sources
     ]
-    return 1 + held.index(max(held)) if held else 1
+    return 1 + held.index(max(held)) if held and max(held) else None
 
 
 def _asked_of(part: Context, papers: set[int]) -> Context:
