@@ -84,6 +84,8 @@ def test_header_and_commands(shipped):
                 "/filter year=2025",
                 "/filter colour=red",
                 "/filter",
+                "/filter year>=2024",
+                "/filter year<2026",
                 "/filter clear",
                 "/frobnicate",
                 "/show 4",
@@ -100,6 +102,7 @@ def test_header_and_commands(shipped):
     assert "/save FILE" in text and session.k == 3
     assert "usage: /k N, with N from 1 to 50" in text
     assert "unknown filter 'colour'" in text and "filters cleared" in text
+    assert "filters: year>=2024" in text and "filters: year=2024..2025" in text
     assert "unknown command /frobnicate; type /help" in text
     assert "usage: /show N" in text and "conversation forgotten" in text
     assert "usage: /provider" in text and "now answering with extractive" in text

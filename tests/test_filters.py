@@ -14,12 +14,13 @@ from assistant.retrieval.hybrid import check_filters
 from assistant.store.base import Filter
 from assistant.store.catalog import Catalog
 from assistant.store.filtered import Facets
-from assistant.store.filters import filter_fields, fold, shown, split_filter
+from assistant.store.filters import add_filter, filter_fields, fold, shown, split_filter
 
 PAPERS = [
     Paper("a", "x.bib#1", "A", "Abstract a.", "Soil moisture from radar", ("Hans Müller",), 2021,
           "RSE", None, "10.1016/J.RSE.1"),
     Paper("b", "x.bib#2", "B", "Abstract b.", "Radar glaciers", ("Søren Okafor", "Li Wei"), 2023),
+    Paper("d", "y.ris#2", "D", "Abstract d.", None, ("O. Nakamura", "S. Jones"), 2020),
     Paper("c", "y.ris#1", "C", "Abstract c.", None, ("J. R. Smith",), None, "Nature"),
 ]  # fmt: skip
 
@@ -66,6 +67,31 @@ def test_bad_filters_are_one_line(item: str, message: str):
         split_filter("author>=Okafor")
 
 
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        (["year>=2023", "year<2025"], {"year_min": 2023, "year_max": 2024}),  # a range
+        (["year<2025", "year>2022"], {"year_min": 2023, "year_max": 2024}),
+        (["year>=2023", "year>=2024"], {"year_min": 2024}),  # the same side: the last
+        (["year=2021..2023", "year<=2022"], {"year_min": 2021, "year_max": 2022}),
+        (["year>=2023", "year=2020"], {"year": 2020}),
+        (["year=>2023"], {"year_min": 2023}),  # "=>" as people type ">="
+        (["author=Okafor", "author=Wei"], {"author": "Wei"}),
+    ],
+)
+def test_filters_given_one_after_another(items: list[str], expected: dict[str, object]):
+    """--filter repeated, or chat's /filter typed again: two bounds of a year make a range (the
+    second replaced the first, and a 2021 paper came back under year>=2023 and year<2025)."""
+    filters: dict[str, str] = {}
+    for item in items:
+        filters = add_filter(filters, *split_filter(item))
+    assert filter_fields(filters) == expected
+
+
+def test_only_a_year_is_shown_compared():
+    assert shown({"author": ">Smith", "year": ">2023"}) == "author=>Smith, year>2023"
+
+
 def test_fold_ignores_case_and_accents():
     assert fold("Müller Søreide ÉCOLE Łódź") == "muller soreide ecole lodz"
 
@@ -89,11 +115,16 @@ def _catalog(path: Path) -> Catalog:
         ({"author": "John Smith"}, {"c"}),  # and a name for the initial it begins with
         ({"author": "John Ronald Smith"}, {"c"}),
         ({"author": "Jane Doe Smith"}, set()),
+        ({"author": "Okafor"}, {"b"}),  # a name in full is not an initial's word
+        ({"author": "Smith"}, {"c"}),
+        ({"author": "S. Smith"}, set()),  # each word its own: S is not Smith's initial too
+        ({"author": "R. J. Smith"}, {"c"}),
+        ({"author": "L. W."}, {"b"}),  # initials alone: Li Wei
         ({"title": "radar"}, {"a", "b"}),
         ({"title": "radar soil"}, {"a"}),
         ({"doi": "doi:10.1016/j.rse.1"}, {"a"}),
         ({"year_min": 2022}, {"b"}),
-        ({"year_max": 2022}, {"a"}),
+        ({"year_max": 2022}, {"a", "d"}),
         ({"year_min": 2021, "year_max": 2023, "author": "wei"}, {"b"}),
         ({"venue": "Nature"}, {"c"}),
         ({"venue": " nature "}, {"c"}),  # whatever its case and spacing

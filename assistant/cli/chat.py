@@ -23,7 +23,7 @@ from assistant.cli.terminal import Waiting
 from assistant.core import Assistant
 from assistant.errors import AssistantError
 from assistant.retrieval.hybrid import check_filters
-from assistant.store.filters import shown, split_filter
+from assistant.store.filters import add_filter, shown, split_filter
 from assistant.text.latex import latex_to_text
 
 HELP = """Commands:
@@ -34,7 +34,8 @@ HELP = """Commands:
   /reasoning          show a reasoning model's thinking before its answers (again: hide it)
   /k N                papers retrieved per question (now {k})
   /filter KEY=VALUE   only papers that match: author=NAME, title=WORDS, year=2024,
-                      year>=2023, year=2021..2023, venue=NAME, doi=DOI, source_file=FILE;
+                      year>=2023, year<2023 (>, <=), year=2021..2023, venue=NAME,
+                      doi=DOI, source_file=FILE;
                       /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
   /new, /reset        forget the conversation: the next question searches every paper
@@ -226,8 +227,7 @@ class ChatSession:
             self.say(f"filters: {_shown(self.filters)}")
             return
         try:
-            key, value = split_filter(arg)
-            candidate = {**self.filters, key: value}
+            candidate = add_filter(self.filters, *split_filter(arg))
             check_filters(candidate)
         except ValueError as exc:
             self.say(str(exc), "yellow")

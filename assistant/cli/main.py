@@ -235,7 +235,7 @@ def filter_option(func: F) -> F:
         multiple=True,
         metavar="KEY=VALUE",
         help="Only papers that match (repeatable): author=NAME (any author; case and accents "
-        "ignored), title=WORDS, year=2024, year>=2023, year>2023, year<=2023, year=2021..2023, "
+        "ignored), title=WORDS, year=2024, year>=2023, year<2023 (>, <=), year=2021..2023, "
         "venue=NAME, doi=DOI, source_file=FILE.",
     )(func)
 
@@ -243,13 +243,12 @@ def filter_option(func: F) -> F:
 def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
     """``--filter`` values as ``{key: value}`` (``year>=2023`` -> ``{"year": ">=2023"}``),
     checked: a bad key or value is one line, before anything is opened."""
-    from assistant.store.filters import filter_fields, split_filter
+    from assistant.store.filters import add_filter, filter_fields, split_filter
 
-    filters = {}
+    filters: dict[str, str] = {}
     try:
         for item in values:
-            key, value = split_filter(item)
-            filters[key] = value
+            filters = add_filter(filters, *split_filter(item))
         filter_fields(filters)
     except ValueError as exc:
         raise AssistantError(str(exc)) from exc

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from assistant.store.base import Filter, Match, paper_of
-from assistant.store.filters import venue_key, words
+from assistant.store.filters import names_match, venue_key, words
 
 # (paper_id, authors JSON, year, venue, source_file, n_chunks): ``Catalog.filter_rows``
 Row = tuple[str, str, int | None, str | None, str, int]
@@ -133,7 +133,10 @@ class Facets:
             else:  # the word, or its initial
                 having = self._words.get(word, set()) | self._words.get(word[0], set())
             names = having if names is None else names & having
-        return [row for name in names or () for row in self._authors[name]]
+        # The index finds the names with the words; whether each word is its own is asked
+        # of each of them.
+        found = [name for name in names or () if names_match(name, wanted)]
+        return [row for name in found for row in self._authors[name]]
 
     def _index_authors(self) -> None:
         with self._lock:

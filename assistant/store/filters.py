@@ -21,7 +21,7 @@ from assistant.ingest.formats import clean_doi
 
 FILTER_KEYS = ("author", "title", "year", "venue", "doi", "source_file", "paper_id")
 FILTER_USAGE = (
-    "author=NAME, title=WORDS, year=2024, year>=2023, year<=2023, year=2021..2023, "
+    "author=NAME, title=WORDS, year=2024, year>=2023, year<2023 (>, <=), year=2021..2023, "
     "venue=NAME, doi=DOI, source_file=FILE"
 )
 YEARS = (1, 9999)
@@ -44,14 +44,29 @@ def has_words(text: str | None, wanted: str) -> bool:
 
 
 def names_match(name: str, wanted: str) -> bool:
-    """Every word of ``wanted`` is a word of the author's ``name``, where an initial stands
-    for any word it begins: "J. Smith" finds "John Smith", and "John Smith" finds "J Smith"."""
-    have = set(words(name))
-    return bool(have) and all(
-        word in have
-        or (len(word) == 1 and any(h.startswith(word) for h in have))
-        or word[0] in have
-        for word in set(words(wanted))
+    """Every word of ``wanted`` is a word of the author's ``name``, case and accents aside,
+    where an initial stands for a word it begins: "J. Smith" finds "John Smith", and "John
+    Smith" finds "J Smith". Each word asked for is a different word of the name, and at least
+    one word asked for in full is there in full: "Okafor" does not find "O. Nakamura", nor
+    "S. Smith" "John Smith"."""
+    have = list(dict.fromkeys(words(name)))
+    asked = list(dict.fromkeys(words(wanted)))
+    whole = [w for w in asked if len(w) > 1]
+    if not have or not asked or (whole and not set(whole) & set(have)):
+        return False
+    return _each_its_own(asked, have, frozenset())
+
+
+def _each_its_own(asked: list[str], have: list[str], used: frozenset[int]) -> bool:
+    """Each word asked for matched to a different word of the name (a name has a few words)."""
+    if not asked:
+        return True
+    word = asked[0]
+    return any(
+        at not in used
+        and (word == h or (len(word) == 1 and h.startswith(word)) or (len(h) == 1 and word[0] == h))
+        and _each_its_own(asked[1:], have, used | {at})
+        for at, h in enumerate(have)
     )
 
 
@@ -85,6 +100,8 @@ def split_filter(item: str) -> tuple[str, str]:
             f"filter {item!r} is not KEY=VALUE; e.g. author=Okafor, year>=2023 ({FILTER_USAGE})"
         )
     key, op, value = match.groups()
+    if op == "=" and value[:1] in "<>" and key == "year":  # "year=>2023" means year>=2023
+        op, value = value[0] + "=", value[1:].strip()
     if op != "=" and key != "year":
         raise ValueError(f"filter {item!r}: only year is compared with {op}; use {key}=VALUE")
     return key, value if op == "=" else op + value
@@ -124,6 +141,19 @@ def year_fields(value: object) -> dict[str, int]:
     return {"year": _year(text, item)}
 
 
+def add_filter(filters: Mapping[str, str], key: str, value: str) -> dict[str, str]:
+    """The filters with ``key=value`` added. A year bound beside one of the other side makes
+    a range (year>=2023, then year<2025: 2023..2024); otherwise the value replaces the key's."""
+    added = {**filters, key: value}
+    if key != "year" or key not in filters:
+        return added
+    old, new = year_fields(filters[key]), year_fields(value)
+    if "year" in old or "year" in new or set(new) >= set(old):
+        return added
+    both = {**old, **new}
+    return {**added, key: f"{both['year_min']}..{both['year_max']}"}
+
+
 def filter_fields(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``Filter`` fields for ``{key: value}``; ``paper_id`` may be one id or a list of
     ids. Raises ValueError with one line that names the key or value to fix."""
@@ -148,5 +178,6 @@ def shown(filters: Mapping[str, Any] | None) -> str:
     parts = []
     for key, value in (filters or {}).items():
         text = str(value)
-        parts.append(f"{key}{text}" if text[:1] in ("<", ">") else f"{key}={text}")
+        compares = key == "year" and text[:1] in ("<", ">")
+        parts.append(f"{key}{text}" if compares else f"{key}={text}")
     return ", ".join(parts) or "none"
