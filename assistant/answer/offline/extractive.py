@@ -727,7 +727,8 @@ def _most_in_common(part: Context) -> int | None:
         len(asked & set(analyze([f"{hit.paper.title or ''} {hit.paper.abstract}"])[0]))
         for hit in part.sources
     ]
-    return 1 + held.index(max(held)) if held and max(held) else None
+    most = max(held, default=0)
+    return 1 + held.index(most) if most else None
 
 
 def _asked_of(part: Context, papers: set[int]) -> Context:
