@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -99,9 +99,9 @@ class Entry:
     n_chunks: int
 
 
-@dataclass(frozen=True)
-class Match:
-    """One vector near a query: a chunk (``paper:N``) or a sentence (``paper:sN``)."""
+class Match(NamedTuple):
+    """One vector near a query: a chunk (``paper:N``) or a sentence (``paper:sN``). A tuple:
+    a search makes thousands (a filtered one asks for more and keeps some)."""
 
     item_id: str
     paper_id: str

@@ -332,7 +332,7 @@ class ChromaVectors(VectorIndex):
             include=["distances"],
         )
         pairs = zip(result["ids"][0], result["distances"][0], strict=True)
-        return [Match(item_id=i, paper_id=paper_of(i), similarity=1.0 - float(d)) for i, d in pairs]
+        return [Match(i, paper_of(i), 1.0 - float(d)) for i, d in pairs]
 
 
 def _hnsw(save_every: int) -> dict[str, Any]:
