@@ -110,3 +110,34 @@ def test_a_catalog_from_before_change_records_gets_its_index_rebuilt(
         words = " ".join(corpus_papers[4].abstract.split()[:15])
         assert a.store.lexical(words, 1, Filter())[0][0] == corpus_papers[4].paper_id
         assert _pointer(store)["generation"] == 1000
+
+
+def test_a_filter_keeping_many_papers_ranks_as_every_allowed_paper_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A filter that keeps a large share is answered from the best papers of all, kept (no set
+    of allowed rows built per query): the same papers, scores and order (ties at the n-th score
+    broken by id) as scoring every allowed paper."""
+    words = "protein membrane kinase glacier radar soil tumour neuron cell drought".split()
+    docs = [  # 2,000 short documents, many with equal scores
+        (f"p{i:04d}", analyze([f"{words[i % 10]} {words[i % 7]} {words[i % 3]} x{i % 50}"])[0])
+        for i in range(2000)
+    ]
+    index = LexicalIndex(tmp_path / "bm25")
+    index.build(docs, generation=1)
+    terms = _terms("kinase radar tumour")
+    cases = [({p for p, _ in docs[::every]}, n) for every in (10, 4, 3) for n in (5, 20, 60)]
+    taken = []
+    best_of_all = LexicalIndex._best_of_all
+
+    def spied(self, *args):  # type: ignore[no-untyped-def]
+        found = best_of_all(self, *args)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(LexicalIndex, "_best_of_all", spied)
+    got = [index.search(terms, n, allowed) for allowed, n in cases]
+    monkeypatch.setattr(LexicalIndex, "_best_of_all", lambda self, *args: None)
+    assert got == [index.search(terms, n, allowed) for allowed, n in cases]
+    assert all(len(found) == n for found, (_, n) in zip(got, cases, strict=True))
+    assert 0 < sum(taken) < len(cases)  # taken, and given up where ties cross the cut

@@ -8,6 +8,7 @@ folder and a small pointer file is replaced atomically, so a reader never sees h
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Collection, Iterable
@@ -161,12 +162,17 @@ class LexicalIndex:
         only, so the cost follows the posting lists and the allowed papers, never a mask of
         the whole index built per query. Ties at the n-th score are broken by paper id."""
         assert self._retriever is not None  # ``search`` returned early otherwise
+        if not self._retriever.get_tokens_ids(terms):
+            return []
+        best = self._best_of_all(terms, n, allowed, hidden)
+        if best is not None:
+            return best
         position = self._position
         kept = [p for p in allowed if p in position]
         if hidden:
             kept = [p for p in kept if p not in hidden]
         rows = np.array([position[p] for p in kept], dtype=np.int64)
-        if not len(rows) or not self._retriever.get_tokens_ids(terms):
+        if not len(rows):
             return []
         scores = self._retriever.get_scores(terms)[rows]
         keep = scores > 0
@@ -175,6 +181,37 @@ class LexicalIndex:
             nth = np.partition(scores, len(scores) - n)[len(scores) - n]
             keep = scores >= nth
             rows, scores = rows[keep], scores[keep]
+        return self._ranked(rows, scores, n)
+
+    def _best_of_all(
+        self, terms: list[str], n: int, allowed: Collection[str], hidden: Collection[str]
+    ) -> list[tuple[str, float]] | None:
+        """For a filter that keeps a large share of the papers: the best-scored papers of all,
+        enough of them that the allowed ones among them hold the n best (``filtered.overfetch``'s
+        margin), then kept. None when the share is small, or the n-th allowed score is not
+        above every score left out (then another allowed paper could tie or beat it)."""
+        share = len(allowed) / len(self._ids)
+        asked = math.ceil((n + 4 * math.sqrt(n)) / share) if share else len(self._ids)
+        if n <= 0 or asked >= len(self._ids) // 2:
+            return None
+        scores = self._retriever.get_scores(terms)  # type: ignore[union-attr]
+        top = np.argpartition(-scores, asked)[: asked + 1]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        left_out = scores[top[-1]]  # the best score outside the ``asked`` best
+        rows = [
+            r
+            for r in top[:-1].tolist()
+            if scores[r] > 0 and self._ids[r] in allowed and self._ids[r] not in hidden
+        ]
+        if len(rows) < n or scores[rows[n - 1]] <= left_out:
+            return None
+        picked = np.array(rows, dtype=np.int64)
+        nth = scores[rows[n - 1]]
+        picked = picked[scores[picked] >= nth]  # the n best, and any tied with the n-th
+        return self._ranked(picked, scores[picked], n)
+
+    def _ranked(self, rows: np.ndarray, scores: np.ndarray, n: int) -> list[tuple[str, float]]:
+        """The n best of these rows, ties broken by paper id."""
         found = sorted(
             ((self._ids[int(r)], float(s)) for r, s in zip(rows, scores, strict=True)),
             key=lambda pair: (-pair[1], pair[0]),
