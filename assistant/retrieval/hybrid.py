@@ -162,27 +162,29 @@ class HybridRetriever:
                 return Candidates([], [], [], [])
             where = Filter(paper_ids=frozenset(ids))
         dense = cfg.head_weight or cfg.chunk_weight or cfg.sentence_weight
-        vector = self._embed_while_warming(query) if dense else None
-        # Papers have a few chunks and many sentences: ask for enough to cover n papers.
-        chunk_matches: list[Match] = []
-        if vector is not None and (cfg.head_weight or cfg.chunk_weight):
-            chunk_matches = self.store.nearest("chunks", vector, n * 3, where)
+        # What can run beside another does (the model and the vector index work outside the
+        # GIL): while the query is embedded, the store opens what it needs (on a cold start,
+        # chromadb's import), resolves the filter and runs BM25; then the sentence search
+        # runs beside the chunk search.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            embedding = pool.submit(self.embedder.embed_query, query) if dense else None
+            self.store.warm()
+            if where:  # resolved once here, not by both dense searches at the same moment
+                self.store.matching(where)
+            lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
+            vector = embedding.result() if embedding is not None else None
+            sentence_search = None
+            if vector is not None and cfg.sentence_weight and self.store.keeps_sentences:
+                # Papers have a few chunks and many sentences: enough to cover n papers.
+                sentence_search = pool.submit(self.store.nearest, "sentences", vector, n * 6, where)
+            chunk_matches: list[Match] = []
+            if vector is not None and (cfg.head_weight or cfg.chunk_weight):
+                chunk_matches = self.store.nearest("chunks", vector, n * 3, where)
+            found = sentence_search.result() if sentence_search is not None else []
         heads = _heads(chunk_matches, n) if cfg.head_weight else []
         chunks = _best_per_paper(chunk_matches, n) if cfg.chunk_weight else []
-        sentences: list[tuple[str, str, float]] = []
-        if vector is not None and cfg.sentence_weight and self.store.keeps_sentences:
-            sentences = _best_per_paper(self.store.nearest("sentences", vector, n * 6, where), n)
-        lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
+        sentences = _best_per_paper(found, n) if sentence_search is not None else []
         return Candidates(heads, chunks, sentences, lexical)
-
-    def _embed_while_warming(self, query: str) -> np.ndarray:
-        """The query's vector; the store opens what it needs meanwhile. On a cold start the
-        two overlap (the model runs outside the GIL while chromadb is imported); warm, both
-        are quick."""
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            vector = pool.submit(self.embedder.embed_query, query)
-            self.store.warm()
-            return vector.result()
 
     def fuse(self, found: Candidates) -> list[tuple[str, float]]:
         cfg = self.settings
