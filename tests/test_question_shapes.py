@@ -218,6 +218,33 @@ def test_a_metadata_part_about_another_paper_is_answered_from_that_paper(own):
     assert answer.warnings == []
 
 
+def test_a_topic_said_first_is_kept_for_every_question_after_it(library):
+    """ "For the coral reef study, who wrote it, when …, and how much …?" was read as one
+    question (it does not open with a question word): only the authors were given, the other
+    two parts dropped without a word."""
+    question = (
+        "For the coral reef study, who wrote it, when was it published, and how much of the "
+        "colonies bleached?"
+    )
+    assert [p.text for p in split(question)] == [
+        "For the coral reef study, who wrote it?",
+        "when was it published?",
+        "how much of the colonies bleached?",
+    ]
+    answer = library.ask(question)
+    assert "John Smith" in answer.text and "from 2024" in answer.text
+    assert "63% of colonies" in answer.text and answer.warnings == []
+
+
+def test_a_part_on_its_own_topic_is_not_answered_from_the_first_parts_paper(shipped):
+    """ "…, and which paper studies diffusion caching?" after a KVFlow part was answered from
+    KVFlow's abstract (it says "cache"), without a word of the diffusion papers."""
+    answer = shipped.ask(
+        "What does KVFlow replace LRU eviction with, and which paper studies diffusion caching?"
+    )
+    assert {"KVFlow", "LeMiCa"} <= set(cited(answer))
+
+
 def test_initials_in_an_answer_do_not_end_its_sentence():
     """ "… written by Sarah Jones and J. R. Smith [1]." was read as three sentences: the last,
     "Smith [1].", lost its marker as one that marks no claim."""

@@ -686,6 +686,11 @@ class ExtractiveProvider(Provider):
             else:
                 if about and not named and not asked_terms(part.text):  # "… what did it find?"
                     sub = _asked_of(sub, about)
+                elif about and not named and not part.refers_back:
+                    # "…, and which paper studies diffusion caching?": its own topic, when
+                    # another paper shares more of its words than the first half's do.
+                    own = _most_in_common(sub)
+                    about = None if own is not None and own not in about else about
                 found, reason = self.answer_part(sub, about)
                 if not found and about and not named and not part.refers_back:
                     # Not answered by the first half's papers and not pointing back at them

@@ -52,6 +52,13 @@ _ASKS = re.compile(
 
 _CONTINUES = re.compile(rf"\s*{_PREPOSITION}\s", re.IGNORECASE)
 
+_WH = r"(?:what|how|who|whom|which|when|where|why)\b"
+# What the questions after it are about, said first: "For the coral study, who wrote it, …".
+_TOPIC_FIRST = re.compile(
+    rf"\s*(?:for|about|regarding|concerning|as for|as to|on)\s+[^,;:?]+,\s*(?={_WH})",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True)
 class Part:
@@ -68,7 +75,8 @@ def split(question: str) -> list[Part]:
         return [Part(question.strip(), False)]
     first = question[: match.start()].strip(" ,;:")
     second = question[match.end() :].strip()
-    if not _ASKS.match(first) or not asked_terms(first):
+    opening = _TOPIC_FIRST.match(first)
+    if not _ASKS.match(first[opening.end() :] if opening else first) or not asked_terms(first):
         return [Part(question.strip(), False)]
     # "Which papers study X, and what do they find?" asks one thing; "Who wrote the paper on
     # X, and what did it find?" asks two: who (the metadata), then what (the abstract).
@@ -89,15 +97,16 @@ def _points_back(part: str) -> bool:
 
 
 # A question in a list before the last "and": "What does A show, how many B, and who wrote C?"
-_LISTED = re.compile(
-    rf",\s+(?=(?:{_PREPOSITION}\s+)?(?:what|how|who|whom|which|when|where|why)\b)", re.IGNORECASE
-)
+_LISTED = re.compile(rf",\s+(?=(?:{_PREPOSITION}\s+)?{_WH})", re.IGNORECASE)
 
 
 def _listed(first: str) -> list[str]:
     """The questions a list before the last "and" holds, when each asks something of its
-    own; else the first part whole."""
+    own; else the first part whole. A topic said first ("For the coral study, who wrote it,
+    when …") stays with the first question."""
     listed = [part.strip() for part in _LISTED.split(first)]
+    if len(listed) > 1 and _TOPIC_FIRST.match(first):
+        listed[:2] = [f"{listed[0]}, {listed[1]}"]
     if len(listed) > 1 and all(
         asked_terms(part) or metadata_question(part + "?") is not None for part in listed
     ):
