@@ -17,8 +17,10 @@ from chromadb.config import Settings
 from assistant import Assistant, Paper, load_settings
 from assistant.embedding.embedders import HashingEmbedder
 from assistant.store import Filter, filtered
+from assistant.store import local as local_module
 from assistant.store.base import Store
 from assistant.store.catalog import CATALOG_FILE, Catalog
+from assistant.store.chroma.vectors import ChromaVectors
 from assistant.store.exact import ExactIndexes
 from assistant.store.local import LocalStore
 
@@ -75,18 +77,21 @@ FILTERS = [
 ]
 
 
-@pytest.fixture(params=["copy", "exact", "index", "metadata"])
+@pytest.fixture(params=["copy", "exact", "overfetch", "index", "metadata"])
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, stores) -> str:
     """Which dense path the local store takes: its read copy (``read_copy``), or Chroma,
     whose vectors are read and scored exactly when few. Every filter here keeps few vectors,
-    so Chroma's other paths are taken by lowering the bounds to nothing: its search among
-    ids, and for sentences of many papers its metadata filter."""
+    so Chroma's other paths are taken by lowering the bounds to nothing: the unfiltered
+    search asked for more and filtered, its search among ids, and for sentences of many
+    papers its metadata filter."""
     if request.param == "copy":
         assert stores[0].store._read_copy() is not None
         return "copy"
     monkeypatch.setattr(stores[0].store, "copy_vectors", 0)
-    if request.param in ("index", "metadata"):
+    if request.param != "exact":
         monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
+    if request.param in ("index", "metadata"):
+        monkeypatch.setattr(filtered, "OVERFETCH_MOST", 0)
     if request.param == "metadata":
         monkeypatch.setattr(filtered, "SENTENCE_PAPERS", 0)
     return str(request.param)
@@ -114,6 +119,48 @@ def test_nearest_under_a_filter_is_the_exact_filtered_search(stores, path, where
             m.item_id for m in _truth_nearest(local.store, kind, vector, 8, where)
         ]
         assert {m.paper_id for m in got} <= memory.store.matching(where)
+
+
+@pytest.mark.parametrize("kind", ["chunks", "sentences"])
+def test_an_unfiltered_search_that_keeps_too_few_asks_again_then_filters(
+    stores, monkeypatch: pytest.MonkeyPatch, kind: str
+):
+    """The unfiltered search is asked for n plus a margin over the share a filter keeps. When
+    its answer holds fewer than n of the kept papers' vectors (here: asked for n only), it is
+    asked again for more, in proportion to what it kept; when that is not done either, the
+    search is made among the kept papers. The answer is the same each way."""
+    local, memory, papers = stores
+    monkeypatch.setattr(local.store, "copy_vectors", 0)
+    monkeypatch.setattr(filtered, "EXACT_VECTORS", 0)
+    asked: list[int] = []
+    query = LocalStore._query
+
+    def counted(self, index, vector, n, where, ids=None):  # type: ignore[no-untyped-def]
+        if self is local.store and ids is None and not where:
+            asked.append(n)  # an unfiltered search
+        return query(self, index, vector, n, where, ids)
+
+    monkeypatch.setattr(LocalStore, "_query", counted)
+    where = Filter(year=2022)  # a fifth of the papers
+    queries = (papers[12].abstract[:150], papers[37].abstract[-100:], "protein folding")
+    unfiltered = []
+    for case in ("margin", "again", "filtered"):
+        if case != "margin":  # asked for 8: fewer than 8 of theirs among them
+            monkeypatch.setattr(local_module, "overfetch", lambda n, allowed: n)
+        if case == "filtered":
+            monkeypatch.setattr(local_module, "overfetch_again", lambda *args: None)
+        for text in queries:
+            asked.clear()
+            vector = local.embedder.embed_query(text)
+            got = local.store.nearest(kind, vector, 8, where)
+            want = memory.store.nearest(kind, vector, 8, where)
+            assert [m.item_id for m in got] == [m.item_id for m in want], (text, case)
+            unfiltered.append((case, len(asked), asked[0] > 8 if asked else None))
+    assert unfiltered == [
+        *[("margin", 1, True)] * 3,  # 8 of theirs among the ~90 asked for
+        *[("again", 2, False)] * 3,  # then asked again for more
+        *[("filtered", 1, False)] * 3,  # or searched among theirs
+    ]
 
 
 @pytest.mark.parametrize("where", FILTERS, ids=str)
@@ -195,3 +242,36 @@ def test_an_edited_year_is_found_by_a_reader_kept_open(tmp_path: Path, corpus_pa
             assert report.chunks_written == 0 and report.edited == 1  # nothing embedded again
             found = reader.search(query, k=3, filters={"year": 2031})
             assert [h.paper_id for h in found] == [papers[3].paper_id]
+
+
+def test_a_filters_vectors_are_read_once_and_read_anew_after_an_ingest(
+    tmp_path: Path, corpus_papers: list[Paper], monkeypatch: pytest.MonkeyPatch
+):
+    """The exact path's vectors do not depend on the query: they are read while it is
+    embedded, once per filter (a chat's next question under the same filter reads none), and
+    again once an ingest has changed the catalog."""
+    papers = _papers(corpus_papers[:20])
+    reads: list[int] = []
+    real = ChromaVectors.get_vectors
+
+    def counted(self: ChromaVectors, ids):
+        reads.append(len(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(ChromaVectors, "get_vectors", counted)
+    with Assistant(
+        load_settings(store={"path": tmp_path / "s", "read_copy": 0}), embedder=HashingEmbedder()
+    ) as local:
+        local.ingest_papers(papers)
+        reads.clear()
+        first = local.search(papers[7].abstract[:150], k=3, filters={"author": "quispe"})
+        assert first and len(reads) == 2  # the chunks, the sentences
+        again = local.search(papers[7].abstract[:150], k=3, filters={"author": "quispe"})
+        assert again == first and len(reads) == 2
+        local.search("another question", k=3, filters={"author": "quispe"})
+        assert len(reads) == 2
+        edited = replace(papers[7], abstract="Coral reefs bleach in marine heatwaves. " * 3)
+        local.ingest_papers([*papers[:7], edited, *papers[8:]])
+        reads.clear()
+        hits = local.search("coral reefs bleach", k=3, filters={"author": "quispe"})
+        assert len(reads) == 2 and hits[0].paper_id == papers[7].paper_id

@@ -20,7 +20,7 @@ from assistant.embedding.embedders import Embedder
 from assistant.ingest.corpus import Paper
 from assistant.ingest.labels import coined_name
 from assistant.settings import RetrievalSettings
-from assistant.store.base import Filter, Match, Store
+from assistant.store.base import Filter, Kind, Match, Store
 from assistant.store.filters import filter_fields
 from assistant.text.terms import analyze
 
@@ -148,6 +148,12 @@ def _heads(matches: Sequence[Match], n: int) -> list[tuple[str, str, float]]:
     return _best_per_paper([m for m in matches if m.item_id == f"{m.paper_id}:0"], n)
 
 
+def _kinds(cfg: RetrievalSettings) -> list[Kind]:
+    """The kinds of vectors a search with these settings reads."""
+    chunks: list[Kind] = ["chunks"] if cfg.head_weight or cfg.chunk_weight else []
+    return chunks + (["sentences"] if cfg.sentence_weight else [])
+
+
 class HybridRetriever:
     def __init__(self, embedder: Embedder, store: Store, settings: RetrievalSettings):
         self.embedder = embedder
@@ -171,6 +177,7 @@ class HybridRetriever:
             self.store.warm()
             if where:  # resolved once here, not by both dense searches at the same moment
                 self.store.matching(where)
+                self.store.prepare(where, _kinds(cfg) if dense else [])
             lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
             vector = embedding.result() if embedding is not None else None
             sentence_search = None

@@ -175,6 +175,10 @@ class Store(ABC):
     def warm(self) -> None:  # noqa: B027 -- nothing to open by default
         """Open what a search reads (a search calls it while the query is being embedded)."""
 
+    def prepare(self, where: Filter, kinds: Sequence[Kind]) -> None:  # noqa: B027
+        """Read what a search under this filter reads whatever the query is (a search calls
+        it while the query is being embedded); by default nothing."""
+
     def flush(self) -> None:  # noqa: B027 -- a store without derived indexes has nothing to do
         """Bring derived indexes up to date (the end of an ingest)."""
 

@@ -1,18 +1,26 @@
 """Filtered search that costs what the filter keeps, not what the store holds.
 
-A filter is resolved to the ready papers it accepts and their chunk ids (``Allowed``) from
+A filter is resolved to the ready papers it accepts and their chunk counts (``Allowed``) from
 ``Facets``: the fields filters read, for every ready paper, read from the catalog once per
 catalog generation (without the texts) and kept as arrays, with an index of the words of
 authors' names. A year, venue, source file, paper id or author filter is then a vectorised mask
 or a few set operations, not a scan of the catalog per query (a title or DOI filter is still
-asked of the catalog). The dense and lexical searches then look only at those papers. How the
-dense side looks depends on how many papers are left (measured in docs/benchmarks.md,
-"Scaling"):
+asked of the catalog). The dense and lexical searches then look only at those papers (BM25:
+``LexicalIndex.search``, which for a large share also keeps the best of all). How the dense
+side looks depends on how many papers are left (measured in docs/benchmarks.md, "Filtered
+search"):
 
 - few vectors (``EXACT_VECTORS`` or fewer): they are read by id and scored exactly, one
   matrix product. Chroma's graph search under a short allow-list wanders far to fill its
   candidate list (0.3 s for 250 chunks among 250,000), and a metadata filter makes Chroma scan
-  its SQLite tables first;
+  its SQLite tables first. They are read while the query is embedded (``Store.prepare``) and
+  kept with the resolved filter (``Allowed.read``);
+- a large share of the store (``overfetch``: a tenth of it, for the 600 sentences a search
+  asks for): the unfiltered search, asked for enough more vectors that the kept papers' fill
+  the n wanted (7,000 for 600 at a tenth), then filtered. Its n best are a filtered search's
+  (as exact as the graph search), at the cost of one unfiltered search of a larger n (~5 ms
+  per 1,000 asked for, at 1M vectors here), whatever the store holds; when they do not fill n
+  (the kept papers are far from the query), the search is made as below;
 - more: Chroma's HNSW search restricted to their ids (``Collection.query(ids=...)``), which
   skips Chroma's metadata scan.
 
@@ -30,11 +38,13 @@ chunks, sentences and BM25 under the same filter, and a chat session keeps its f
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -47,21 +57,38 @@ Row = tuple[str, str, int | None, str | None, str, int]
 EXACT_VECTORS = 1500  # at most this many vectors: read them and score them exactly
 SENTENCE_PAPERS = 300  # at most this many papers: their sentence ids are made from their texts
 KEPT = 4  # resolved filters kept per store
+OVERFETCH_MOST = 10_000  # the most vectors asked of an unfiltered search to fill a filtered one
 
 
 @dataclass
 class Allowed:
-    """The ready papers a filter accepts, the ids of their chunk vectors, and (once asked for,
-    for at most ``SENTENCE_PAPERS`` papers) those of their sentence vectors."""
+    """The ready papers a filter accepts, the number of their chunk vectors (and their ids,
+    made when first asked for), and (once asked for, for at most ``SENTENCE_PAPERS`` papers)
+    the ids of their sentence vectors."""
 
     papers: frozenset[str]
-    chunk_ids: tuple[str, ...]
+    chunk_counts: Mapping[str, int] = field(compare=False, repr=False)
+    share: float = 0.0  # of the ready papers' chunk vectors (0: not known)
     sentence_ids: tuple[str, ...] | None = field(default=None, compare=False)
+    # Per kind, the vectors of the exact path (``exact``) and their ids, once read: they do not
+    # depend on the query, so they are read while it is embedded, and once per filter.
+    read: dict[str, tuple[list[str], np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def chunks(self) -> int:
+        return sum(self.chunk_counts.values())
+
+    @cached_property
+    def chunk_ids(self) -> tuple[str, ...]:
+        counts = self.chunk_counts.items()
+        return tuple(f"{pid}:{i}" for pid, count in counts for i in range(count))
 
 
-def exact(ids: Sequence[str]) -> bool:
+def exact(vectors: int) -> bool:
     """Few enough vectors to read and score exactly."""
-    return len(ids) <= EXACT_VECTORS
+    return vectors <= EXACT_VECTORS
 
 
 def sentences_named(papers: int) -> bool:
@@ -69,10 +96,34 @@ def sentences_named(papers: int) -> bool:
     return papers <= SENTENCE_PAPERS
 
 
-def allowed_from(chunk_counts: dict[str, int]) -> Allowed:
-    """``Allowed`` from ready paper id -> number of chunks."""
-    ids = tuple(f"{pid}:{i}" for pid, count in chunk_counts.items() for i in range(count))
-    return Allowed(frozenset(chunk_counts), ids)
+def overfetch(n: int, allowed: Allowed) -> int | None:
+    """How many vectors to ask of the unfiltered search so that the allowed papers' hold the n
+    wanted: n plus four standard deviations of how many of them a random draw of that size
+    holds, over the allowed share; None when that is more than ``OVERFETCH_MOST`` (or the
+    share is not known). Sentences are asked for with the chunks' share: a paper's
+    sentences follow its length as its chunks do."""
+    if n <= 0 or not allowed.share:
+        return None
+    asked = math.ceil((n + 4 * math.sqrt(n)) / allowed.share)
+    return asked if asked <= OVERFETCH_MOST else None
+
+
+def overfetch_again(asked: int, n: int, kept: int) -> int | None:
+    """How many to ask for a second time, when ``asked`` held only ``kept`` (< n) of the
+    allowed papers' vectors: in proportion, with a quarter more (a paper's sentences come
+    together, so fewer papers than vectors are drawn, and their share varies more than a
+    draw of vectors would). None when none was kept, or past twice ``OVERFETCH_MOST``."""
+    if kept <= 0:
+        return None
+    again = math.ceil(asked * n / kept * 1.25)
+    return again if again <= 2 * OVERFETCH_MOST else None
+
+
+def allowed_from(chunk_counts: dict[str, int], all_chunks: int = 0) -> Allowed:
+    """``Allowed`` from ready paper id -> number of chunks, and the chunks of every ready paper
+    (0: not known)."""
+    share = sum(chunk_counts.values()) / all_chunks if all_chunks else 0.0
+    return Allowed(frozenset(chunk_counts), chunk_counts, share)
 
 
 class Facets:
@@ -86,6 +137,7 @@ class Facets:
         self._venue, self._venues = _codes([venue_key(r[3]) if r[3] else None for r in rows])
         self._source, self._sources = _codes([r[4] for r in rows])
         self._chunks = [r[5] for r in rows]
+        self.all_chunks = sum(self._chunks)
         self._authors: dict[str, list[int]] | None = None  # name -> rows, when first asked
         self._author_rows = [r[1] for r in rows]
         self._words: dict[str, set[str]] = {}  # word of a name -> names
@@ -113,7 +165,7 @@ class Facets:
         if where.author is not None:
             keep &= self._rows_mask(self._by_author(where.author))
         chunks = {self.ids[i]: self._chunks[i] for i in np.flatnonzero(keep)}
-        return allowed_from(chunks)
+        return allowed_from(chunks, self.all_chunks)
 
     def _rows_mask(self, rows: Iterable[int | None]) -> np.ndarray:
         mask = np.zeros(len(self.ids), dtype=bool)

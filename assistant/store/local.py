@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -56,6 +57,8 @@ from assistant.store.filtered import (
     allowed_from,
     exact,
     exact_nearest,
+    overfetch,
+    overfetch_again,
     sentences_named,
 )
 from assistant.store.health import Health, examine, vector_gaps
@@ -589,12 +592,13 @@ class LocalStore(Store):
         allowed = self.allowed(where)
         if not allowed.papers:
             return []
+        few = self._few_ids(kind, allowed)
+        if few is not None:  # read them, score them exactly (see ``filtered``)
+            return exact_nearest(*self._vectors_of(kind, allowed, few), vector, n)
+        kept = self._kept_of_unfiltered(kind, vector, n, allowed)
+        if kept is not None:
+            return kept
         ids = allowed.chunk_ids if kind == "chunks" else self._sentence_ids(allowed)
-        if ids is not None and exact(ids):  # read them, score them exactly (see ``filtered``)
-            got = self._read(kind, lambda vectors: vectors.get_vectors(ids))
-            found = list(got)
-            matrix = np.stack([got[i] for i in found]) if found else np.zeros((0, len(vector)))
-            return exact_nearest(found, matrix, vector, n)
         if ids is not None:
             try:
                 return self._read(kind, lambda vectors: self._query(vectors, vector, n, where, ids))
@@ -603,6 +607,52 @@ class LocalStore(Store):
         if where.catalog_only:  # fields the vectors' metadata does not hold
             where = Filter(paper_ids=allowed.papers)
         return self._read(kind, lambda vectors: self._query(vectors, vector, n, where))
+
+    def prepare(self, where: Filter, kinds: Sequence[Kind]) -> None:
+        if not where or self._read_copy() is not None:
+            return
+        allowed = self.allowed(where)
+        for kind in kinds:
+            few = self._few_ids(kind, allowed) if allowed.papers else None
+            if few is not None and (kind == "chunks" or self.keeps_sentences):
+                self._vectors_of(kind, allowed, few)
+
+    def _vectors_of(
+        self, kind: Kind, allowed: Allowed, ids: Sequence[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """The allowed papers' vectors of this kind (``ids``) and their ids, read once per
+        resolved filter (a chat's next question under the same filter reads none)."""
+        if kind not in allowed.read:
+            got = self._read(kind, lambda vectors: vectors.get_vectors(ids))
+            found = list(got)
+            matrix = np.stack([got[i] for i in found]) if found else np.zeros((0, 0))
+            allowed.read[kind] = (found, matrix)
+        return allowed.read[kind]
+
+    def _few_ids(self, kind: Kind, allowed: Allowed) -> Sequence[str] | None:
+        """The ids of the allowed papers' vectors when few enough to read and score exactly."""
+        if kind == "chunks":
+            return allowed.chunk_ids if exact(allowed.chunks) else None
+        ids = self._sentence_ids(allowed)
+        return ids if ids is not None and exact(len(ids)) else None
+
+    def _kept_of_unfiltered(
+        self, kind: Kind, vector: np.ndarray, n: int, allowed: Allowed
+    ) -> list[Match] | None:
+        """The n nearest of the allowed papers' vectors, from an unfiltered search asked for
+        more (``filtered.overfetch``), and asked again for more once if its answer held fewer
+        than n of theirs; None when the allowed share is too small for it, or the answers
+        held fewer than n of theirs and the index more vectors than they returned."""
+        asked = overfetch(n, allowed)
+        for _ in range(2):
+            if asked is None:
+                return None
+            found = self._read(kind, partial(self._query, vector=vector, n=asked, where=Filter()))
+            kept = [m for m in found if m.paper_id in allowed.papers]
+            if len(kept) >= n or len(found) < asked:
+                return kept[:n]
+            asked = overfetch_again(asked, n, len(kept))
+        return None
 
     def _query(
         self,
@@ -655,7 +705,8 @@ class LocalStore(Store):
         if papers is None or replace(where, paper_ids=None):  # not just a list of papers
             papers = self._matching(where)
         states = self.catalog.states(sorted(papers))
-        return allowed_from({pid: row[2] for pid, row in states.items() if row[1] == "ready"})
+        ready = {pid: row[2] for pid, row in states.items() if row[1] == "ready"}
+        return allowed_from(ready, facets.all_chunks)
 
     def _read(self, kind: Kind, read: Callable[[VectorIndex], T]) -> T:
         """A read through a handle opened to read that another process's write has overtaken
