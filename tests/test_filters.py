@@ -65,6 +65,8 @@ def test_bad_filters_are_one_line(item: str, message: str):
         split_filter("author")
     with pytest.raises(ValueError, match="only year is compared with >=; use author=VALUE"):
         split_filter("author>=Okafor")
+    with pytest.raises(ValueError, match="unknown filter 'yaer'; filter on author=NAME"):
+        split_filter("yaer>2020")  # a mistyped key, not a comparison of another key
 
 
 @pytest.mark.parametrize(

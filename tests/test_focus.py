@@ -171,6 +171,10 @@ def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():
     assert states_count(counted, [gpus, "MoveBench holds 1,018 videos", gpus])
     assert states_count([["pair"]], ["We release 1.2M image pairs.", gpus])
     assert states_count([["paramet"]], ["Our 7B-parameter model wins.", gpus])
+    # a count joined to what it counts (a user's "how many qubits?" was refused)
+    assert states_count([["qubit"]], ["We ran it on a 72-qubit superconducting processor."])
+    assert states_count([["imag"]], ["A 1,000-image test set."])
+    assert not states_count([["qubit"]], ["A 2-stage method for 0.5-qubit noise."])
     assert not states_count(
         [["token"]], ["Zipf's law gives $1/k$ for tokens.", "It is one of the best."]
     )

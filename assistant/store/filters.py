@@ -102,6 +102,8 @@ def split_filter(item: str) -> tuple[str, str]:
     key, op, value = match.groups()
     if op == "=" and value[:1] in "<>" and key == "year":  # "year=>2023" means year>=2023
         op, value = value[0] + "=", value[1:].strip()
+    if op != "=" and key not in FILTER_KEYS:  # "yaer>2020": a mistyped key, not a comparison
+        raise ValueError(f"unknown filter {key!r}; filter on {FILTER_USAGE}")
     if op != "=" and key != "year":
         raise ValueError(f"filter {item!r}: only year is compared with {op}; use {key}=VALUE")
     return key, value if op == "=" else op + value
@@ -177,7 +179,8 @@ def shown(filters: Mapping[str, Any] | None) -> str:
     """'year>=2023, author=Okafor' (or 'none')."""
     parts = []
     for key, value in (filters or {}).items():
-        text = str(value)
+        many = isinstance(value, list | tuple | set | frozenset)
+        text = ",".join(str(v) for v in value) if many else str(value)
         compares = key == "year" and text[:1] in ("<", ">")
         parts.append(f"{key}{text}" if compares else f"{key}={text}")
     return ", ".join(parts) or "none"

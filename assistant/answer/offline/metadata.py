@@ -34,12 +34,12 @@ _LINK = re.compile(
     re.IGNORECASE,
 )
 _VENUE = re.compile(
-    r"\b(?:what|which) (?:venue|conference|journal|workshop)\b|\bwhere was\b[^?]{0,80}"
+    r"\b(?:what|which) (?:venue|conference|journal|workshop)\b|\bwhere (?:was|were)\b[^?]{0,80}"
     r"\b(?:published|presented)\b|\bpublished (?:at|in) (?:what|which)\b|\bvenue\b",
     re.IGNORECASE,
 )
 _WHEN = re.compile(
-    r"\b(?:what|which) year\b|\bwhen was\b[^?]{0,80}\b(?:published|written|released)\b"
+    r"\b(?:what|which) year\b|\bwhen (?:was|were)\b[^?]{0,80}\b(?:published|written|released)\b"
     r"|\byear of publication\b",
     re.IGNORECASE,
 )

@@ -134,7 +134,18 @@ def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
     sentences = list(sentences)
     if not wanted:
         return True
-    return any(_has_count(s) and wanted & set(analyze([s])[0]) for s in sentences)
+    return any(
+        (_has_count(s) and wanted & set(analyze([s])[0])) or _counted_compound(wanted, s)
+        for s in sentences
+    )
+
+
+# "a 72-qubit processor", "a 1,000-image test set": a count joined to what it counts.
+_COMPOUND = re.compile(r"(?<![\w./-])(?:\d{1,3}(?:,\d{3})+|\d+)-([A-Za-z]+)\b")
+
+
+def _counted_compound(wanted: set[str], sentence: str) -> bool:
+    return any(wanted & set(analyze([m.group(1)])[0]) for m in _COMPOUND.finditer(sentence))
 
 
 def measures(question: str) -> list[str]:
