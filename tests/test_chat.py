@@ -14,6 +14,7 @@ from assistant.answer.provider import Piece, Provider
 from assistant.answer.sources import Context
 from assistant.cli.chat import ChatSession, run_chat
 from assistant.cli.main import main
+from assistant.retrieval.hybrid import check_filters
 from tests.openai_server import Reply
 
 FIRST = "which papers make diffusion sampling faster without retraining?"
@@ -384,3 +385,31 @@ def test_explain_in_chat_agrees_with_ask_explain_with_a_chat_model(
     assert not turn.answer.refused and turn.answer.checks
     text = out.getvalue().rsplit("bye", 1)[0]
     assert _explained(text, "chat") == _explained(result.stdout, "ask")
+
+
+def test_a_filter_set_after_an_answer_keeps_only_the_pinned_papers_it_matches(
+    tmp_path: Path, embedder
+):
+    """A user's trial: after an answer about one paper, `/filter year=2024` and "What do these
+    papers find?" was asked of that paper and the filter at once: "No paper matches year=2024,
+    paper_id=['p08']", an id the user never typed, while two papers matched 2024."""
+    with Assistant(load_settings(store={"path": tmp_path / "s"}), embedder=embedder) as assistant:
+        assistant.ingest([Path(__file__).parent / "data" / "library.csv"])
+        session, out = session_for(assistant)
+        lines = ["What did the coral study find?", "/filter year=2022", "What do they find?"]
+        lines += ["/filter year=2024", "What else do they find?", "/quit"]
+        run_chat(session, reader(lines))
+    first, second, third = session.conversation.turns
+    coral = first.answer.citations[0]
+    assert coral.label.startswith("Coral reef bleaching")
+    text = out.getvalue()
+    assert "(the earlier answer's papers do not match year=2022: searching the papers that do)" in (
+        text
+    )
+    assert second.pinned == [] and "paper_id" not in text and "No paper matches" not in text
+    assert {c.paper_id for c in second.answer.citations} <= assistant.store.matching(
+        check_filters({"year": 2022})
+    )
+    # a filter that keeps the earlier paper keeps the follow-up on it
+    assert [p.paper_id for p in third.pinned] == [coral.paper_id]
+    assert {c.paper_id for c in third.answer.citations} == {coral.paper_id}, text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from assistant.answer.conversation import Conversation
+from assistant.answer.conversation import Conversation, Resolution
 from assistant.answer.result import Answer, Citation
 from assistant.cli import render
 from assistant.cli.terminal import Waiting
@@ -134,7 +135,9 @@ class ChatSession:
         with self.waiting() as waiting:
             if self.conversation.turns:
                 waiting.stage("condensing")
-            resolution = self.conversation.resolve(question, provider.condense)
+            resolution = self._within_filters(
+                question, self.conversation.resolve(question, provider.condense)
+            )
             waiting.stop()
             filters: dict[str, object] = dict(self.filters)
             if resolution.note:
@@ -162,6 +165,23 @@ class ChatSession:
         for warning in answer.warnings:
             self.say(f"warning: {warning}", "yellow")
         self.conversation.add(question, resolution.query, answer, resolution.papers)
+
+    def _within_filters(self, question: str, resolution: Resolution) -> Resolution:
+        """A follow-up pinned to earlier papers keeps those the chat's filters keep: a filter
+        set since the answer may exclude them ("/filter year=2024", then "what do these
+        find?"), and then the question is searched afresh under the filter, as asked."""
+        if not self.filters or not resolution.papers:
+            return resolution
+        keep = self.assistant.store.matching(check_filters(self.filters))
+        papers = [p for p in resolution.papers if p.paper_id in keep]
+        if papers:
+            return replace(resolution, papers=papers)
+        self.say(
+            f"(the earlier answer's papers do not match {_shown(self.filters)}: searching the "
+            "papers that do)",
+            "dim",
+        )
+        return Resolution(question)
 
     # -- commands ---------------------------------------------------------------------------
     def toggle_reasoning(self) -> None:

@@ -571,7 +571,7 @@ class ExtractiveProvider(Provider):
         )
 
     def stream(self, context: Context) -> Iterator[Piece]:
-        parts = split(context.question) if not context.pinned else []
+        parts = split(_in_own_words(context))
         if len(parts) > 1:
             yield from self._stream_parts(context, parts)
             yield Usage(estimated=False, cost_usd=0.0)
@@ -667,7 +667,8 @@ class ExtractiveProvider(Provider):
         so."""
         metadata: list[str] = []
         picked: list[Candidate] = []
-        subject: set[int] | None = None
+        # A follow-up pinned to earlier papers is about all of them, part after part.
+        subject = set(range(1, len(context.sources) + 1)) if context.pinned else None
         unanswered: list[StreamWarning] = []
         for part in parts:
             sub = replace(context, question=part.text, part=not part.refers_back)
@@ -678,7 +679,7 @@ class ExtractiveProvider(Provider):
                 # "Who wrote the wildfire paper, …", "…, and when was the coral study
                 # published?": the paper whose words it uses (another part may lead the
                 # search); "… and when was it published?": the same papers as before.
-                own = None if named or part.refers_back else _most_in_common(sub)
+                own = None if named or part.refers_back or sub.pinned else _most_in_common(sub)
                 about = {own} if own else about or {1}
                 if not named:
                     sub = _asked_of(sub, about)
@@ -686,7 +687,7 @@ class ExtractiveProvider(Provider):
             else:
                 if about and not named and not asked_terms(part.text):  # "… what did it find?"
                     sub = _asked_of(sub, about)
-                elif about and not named and not part.refers_back:
+                elif about and not named and not part.refers_back and not sub.pinned:
                     # "…, and which paper studies diffusion caching?": its own topic, when
                     # another paper shares more of its words than the first half's do.
                     own = _most_in_common(sub)
@@ -722,6 +723,16 @@ class ExtractiveProvider(Provider):
         if unique:
             text = (text + "\n" if text else "") + _quotes(context, unique)
         yield text
+
+
+def _in_own_words(context: Context) -> str:
+    """The question without the titles a follow-up pinned to earlier papers is searched with
+    ("KVFlow Who wrote it, and when …?"): they are not a part of what it asks."""
+    question = context.question.strip()
+    labels = [hit.label for hit in context.sources] if context.pinned else []
+    while lead := next((lb for lb in labels if question.lower().startswith(lb.lower())), None):
+        question = question[len(lead) :].strip()
+    return question
 
 
 def _most_in_common(part: Context) -> int | None:
