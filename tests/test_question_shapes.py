@@ -9,14 +9,18 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from assistant import Assistant, load_settings
+from assistant import Assistant, Paper, load_settings
+from assistant.answer.chain import AnswerChain, Request
 from assistant.answer.offline.parts import asked_acronym, expansion, refers_back, split
 from assistant.answer.result import CANNOT_ANSWER
 from assistant.cli.main import main
+from assistant.retrieval.hybrid import Hit
 from assistant.text.language import ENGLISH_ONLY, is_english
 from assistant.text.normalise import split_answer, split_sentences
 from assistant.text.terms import analyze
@@ -245,6 +249,50 @@ def test_a_part_on_its_own_topic_is_not_answered_from_the_first_parts_paper(ship
     assert {"KVFlow", "LeMiCa"} <= set(cited(answer))
 
 
+def test_a_follow_up_in_parts_about_earlier_papers_has_every_part_answered(library):
+    """In chat, "Who wrote it and when was it published?" after an answer about one paper gave
+    the authors only, without a word: a follow-up pinned to earlier papers (searched as their
+    titles and the question) was never read as its parts."""
+    coral = library.ask("What did the coral study find?").citations[0]
+    question = (
+        "Who wrote it, when was it published, and how much less often did Durusdinium "
+        "colonies bleach?"
+    )
+    *_, answer = library.stream(
+        question, filters={"paper_id": [coral.paper_id]}, search_query=f"{coral.label} {question}"
+    )
+    assert "John Smith" in answer.text and "from 2024" in answer.text
+    assert "22% less often" in answer.text and answer.warnings == []
+    # two papers pinned: each part is asked of both
+    both = library.ask("Which papers study microplastics or urban heat islands?").citations
+    assert len(both) == 2
+    labels = " ".join(c.label for c in both)
+    *_, answer = library.stream(
+        "When were they published, and who wrote them?",
+        filters={"paper_id": [c.paper_id for c in both]},
+        search_query=f"{labels} When were they published, and who wrote them?",
+    )
+    assert "is from 2022" in answer.text and "is from 2024" in answer.text
+    assert "Chidi Okafor" in answer.text and answer.warnings == []
+
+
+def test_when_were_they_published_asks_for_the_year(library):
+    """ "…, and when were they published?" was not a question about the year (only "when
+    was"): it was said to be unanswered."""
+    answer = library.ask(
+        "Which paper studies microplastics in drinking water, and when were they published?"
+    )
+    assert "84% of samples" in answer.text and "is from 2022" in answer.text
+    assert answer.warnings == []
+
+
+def test_each_part_of_a_question_is_searched_for_its_own_paper(shipped):
+    """ "What does KVFlow do, what does LeMiCa do, and what does HYPRL do?": HYPRL came 6th in
+    the whole question's search, outside the 5 papers read, and was said to be missing."""
+    answer = shipped.ask("What does KVFlow do, what does LeMiCa do, and what does HYPRL do?")
+    assert {"KVFlow", "LeMiCa", "HYPRL"} <= set(cited(answer)) and answer.warnings == []
+
+
 def test_initials_in_an_answer_do_not_end_its_sentence():
     """ "… written by Sarah Jones and J. R. Smith [1]." was read as three sentences: the last,
     "Smith [1].", lost its marker as one that marks no claim."""
@@ -425,3 +473,36 @@ def test_the_readme_first_example_is_the_tools_output(shipped_store: Path):
         return re.sub(r", \d+\.\d s$", ", N s", " ".join(text.split()))
 
     assert words(result.output) == words("\n".join(shown))
+
+
+def test_a_question_each_of_whose_parts_comes_close_is_not_refused():
+    """ "When was the quantum paper published, when was the sleep paper published, and when was
+    the traffic paper published?" was refused: no paper came close enough to the whole
+    question, though each came close to its part (asked alone, each was answered)."""
+    topics = ["quantum", "sleep", "traffic"]
+    papers = {
+        t: Paper(f"p-{t}", f"lib.csv#{i}", f"The {t} paper", f"A study of {t}.", year=2020 + i)
+        for i, t in enumerate(topics)
+    }
+    asked: list[str] = []
+
+    def search(query: str, k: int | None, filters: Any) -> list[Hit]:
+        asked.append(query)
+        own = [t for t in topics if t in query]
+        close = 0.2 if len(own) > 1 else 0.35  # the whole question: far; a part: close
+        return [Hit(r, papers[t], 1.0, "", similarity=close) for r, t in enumerate(own, 1)]
+
+    settings = load_settings().llm
+    chain = AnswerChain(search, SimpleNamespace(prompts_model=False), settings, len)
+    question = (
+        "When was the quantum paper published, when was the sleep paper published, and when "
+        "was the traffic paper published?"
+    )
+    hits, context = chain.retrieve(Request(question))
+    assert settings.min_similarity > 0.2 and context is not None
+    assert [h.paper_id for h in hits] == ["p-quantum", "p-sleep", "p-traffic"]
+    assert [h.similarity for h in hits] == [0.35] * 3 and len(asked) == 4
+    # a part that points back ("… and what do they find?") is not searched apart
+    asked.clear()
+    chain.retrieve(Request("Which quantum and sleep papers exist, and what do they find?"))
+    assert len(asked) == 1

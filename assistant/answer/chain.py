@@ -17,7 +17,7 @@ from assistant.answer.citations import CheckedText, check_citations, cited_numbe
 from assistant.answer.llm.pricing import estimate_cost
 from assistant.answer.llm.refusals import is_refusal as declines
 from assistant.answer.llm.reply import Reasoning
-from assistant.answer.offline.parts import holds_literal
+from assistant.answer.offline.parts import holds_literal, split
 from assistant.answer.prompts import render
 from assistant.answer.provider import Provider, StreamWarning
 from assistant.answer.renumber import Renumberer, in_order_of_citation
@@ -43,6 +43,7 @@ REVISE = (
 )
 
 Search = Callable[[str, int | None, Mapping[str, Any] | None], list[Hit]]
+PER_PART = 2  # papers searched for each part of a question in parts
 # Told "searching", then "answering" when the model is asked, "thinking" while it reasons.
 OnStatus = Callable[[str], None]
 
@@ -119,6 +120,8 @@ class AnswerChain:
             )
         query = request.search_query or request.question
         hits = self.search(query, request.k, request.filters)
+        if not request.pinned:
+            hits = self._with_each_part(query, hits, request.filters)
         best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
         relevant = (
             best >= self.settings.min_similarity
@@ -132,6 +135,28 @@ class AnswerChain:
         context = build_context(query, hits, budget, self.count, pinned=request.pinned)
         context = replace(context, limit=request.limit)
         return hits, context if context.sources else None
+
+    def _with_each_part(
+        self, query: str, hits: list[Hit], filters: Mapping[str, Any] | None
+    ) -> list[Hit]:
+        """A question in parts ("What does KVFlow do, what does LeMiCa do, and what does HYPRL
+        do?"): the whole question's search can leave out the paper one part is about (HYPRL
+        came 6th), or find nothing close to a question each of whose parts it answers. Each
+        part that does not point back at another is searched too; its best papers not found
+        yet follow the whole question's, and a paper's similarity is its best to the question
+        or to a part."""
+        parts = [part for part in split(query) if not part.refers_back]
+        if len(parts) < 2:
+            return hits
+        found = {hit.paper_id: hit for hit in hits}
+        for part in parts:
+            for hit in self.search(part.text, PER_PART, filters):
+                had = found.get(hit.paper_id)
+                if had is None:
+                    found[hit.paper_id] = replace(hit, rank=len(found) + 1)
+                elif (hit.similarity or -1.0) > (had.similarity or -1.0):
+                    found[hit.paper_id] = replace(had, similarity=hit.similarity)
+        return list(found.values())
 
     def _too_long(self, question: str) -> bool:
         """Over ``max_question_tokens``. A token is at least one byte, so a question no longer
