@@ -12,6 +12,7 @@ from assistant.answer.offline.quantities import (
     counts_without_naming,
     has_value,
     measured_terms,
+    measures,
     states_count,
     states_value,
 )
@@ -160,6 +161,18 @@ def test_coverage_weighs_rare_terms_over_common_ones():
     assert coverage(["gpus", "train"], weights, text) < 0.25  # "train" alone is not the ask
     assert coverage(["gpus", "train"], weights, text + " It used 256 GPUs.") == 1.0
     assert coverage([], weights, text) == 1.0  # nothing asked beyond names
+
+
+def test_a_price_asked_for_is_a_measure_a_compute_cost_is_not():
+    """ "How much did the R21 vaccine cost per dose?" was answered with its efficacy, without
+    a word that the abstract gives no price."""
+    assert measures("How much did the R21 vaccine cost per dose?") == ["cost"]
+    assert measures("What is the price of one turbine?") == ["cost"]
+    assert measured_terms("What is the price of one turbine?") == ["cost", "price", "dollar"]
+    assert measures("What was the training cost of the protein model?") == []
+    assert measures("What computational cost does it have?") == []
+    assert not states_value(["cost"], ["It reduced malaria by 75%."])
+    assert states_value(["cost", "price"], ["Each dose costs 3.90 US dollars."])
 
 
 def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():

@@ -148,14 +148,30 @@ def _counted_compound(wanted: set[str], sentence: str) -> bool:
     return any(wanted & set(analyze([m.group(1)])[0]) for m in _COMPOUND.finditer(sentence))
 
 
+# "How much did the vaccine cost per dose?", "what is the price of …": a price is asked for
+# (not a "training cost" or "computational cost", which abstracts give in hours and GPUs).
+_COST = re.compile(
+    r"\bhow much (?:does|did|do|will|would|could)\b[^?]{0,80}?\bcost\b"
+    r"|\b(?:what|which)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?<!training )(?<!compute )(?<!computational )(?<!inference )(?<!memory )(?:cost|price)s?\b",
+    re.IGNORECASE,
+)
+
+
 def measures(question: str) -> list[str]:
     """The measures a question asks the value of, in its words: "What ImageNet top-1 accuracy
-    does GPLQ reach?" -> ["accuracy"], "What BLEU score ..." -> ["BLEU score"]."""
-    return [m.group(1) for m in _MEASURE.finditer(question)]
+    does GPLQ reach?" -> ["accuracy"], "What BLEU score ..." -> ["BLEU score"], "How much did
+    it cost?" -> ["cost"]."""
+    found = [m.group(1) for m in _MEASURE.finditer(question)]
+    return found + (["cost"] if _COST.search(question) else [])
 
 
 # A measure an abstract states in other words: "100x faster" is a speedup.
-_SAID_AS = {"speedup": "faster speed accelerates acceleration", "speed-up": "faster speed"}
+_SAID_AS = {
+    "speedup": "faster speed accelerates acceleration",
+    "speed-up": "faster speed",
+    "cost": "price priced dollars",
+}
 
 
 def measured_terms(question: str) -> list[str]:
