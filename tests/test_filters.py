@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from assistant.cli.main import parse_filters
+from assistant.errors import AssistantError
 from assistant.ingest.corpus import Paper
 from assistant.retrieval.hybrid import check_filters
 from assistant.store.base import Filter
@@ -82,12 +84,26 @@ def test_bad_filters_are_one_line(item: str, message: str):
     ],
 )
 def test_filters_given_one_after_another(items: list[str], expected: dict[str, object]):
-    """--filter repeated, or chat's /filter typed again: two bounds of a year make a range (the
-    second replaced the first, and a 2021 paper came back under year>=2023 and year<2025)."""
+    """chat's /filter typed again (or --filter repeated, below): two bounds of a year make a
+    range (the second replaced the first, and a 2021 paper came back under year>=2023 and
+    year<2025); otherwise the new value replaces the old, as chat then shows."""
     filters: dict[str, str] = {}
     for item in items:
         filters = add_filter(filters, *split_filter(item))
     assert filter_fields(filters) == expected
+
+
+def test_a_key_given_twice_on_the_command_line_is_refused_not_half_used():
+    """--filter author=J. Smith --filter author=Gomez searched Gomez's papers only, without a
+    word (a user meant the papers of both)."""
+    with pytest.raises(AssistantError, match=r"filter author is given twice \(author=J\. Smith"):
+        parse_filters(("author=J. Smith", "author=Gomez"))
+    with pytest.raises(AssistantError, match=r"given twice \(year>=2023, year>=2024\)"):
+        parse_filters(("year>=2023", "year>=2024"))
+    assert parse_filters(("year>=2023", "year<2025")) == {"year": "2023..2024"}
+    assert add_filter({"year": ">=2019"}, "year", "<2020") == {"year": "2019"}  # not 2019..2019
+    with pytest.raises(ValueError, match=r"a range of years is written year=2023\.\.2024"):
+        check_filters({"year": "2023-2024"})
 
 
 def test_only_a_year_is_shown_compared():

@@ -243,12 +243,19 @@ def filter_option(func: F) -> F:
 def parse_filters(values: tuple[str, ...]) -> dict[str, str]:
     """``--filter`` values as ``{key: value}`` (``year>=2023`` -> ``{"year": ">=2023"}``),
     checked: a bad key or value is one line, before anything is opened."""
-    from assistant.store.filters import add_filter, filter_fields, split_filter
+    from assistant.store.filters import add_filter, filter_fields, shown, split_filter
 
     filters: dict[str, str] = {}
     try:
         for item in values:
-            filters = add_filter(filters, *split_filter(item))
+            key, value = split_filter(item)
+            added = add_filter(filters, key, value)
+            if key in filters and added[key] == value:  # not two bounds making a range
+                raise ValueError(
+                    f"filter {key} is given twice ({shown({key: filters[key]})}, {item}): a search "
+                    "takes one value per key (year>= and year< together make a range)"
+                )
+            filters = added
         filter_fields(filters)
     except ValueError as exc:
         raise AssistantError(str(exc)) from exc

@@ -110,6 +110,9 @@ def split_filter(item: str) -> tuple[str, str]:
 
 
 def _year(text: str, item: str) -> int:
+    two = re.fullmatch(r"\s*(\d{4})\s*(?:-|–|,|to)\s*(\d{4})\s*", text)
+    if two:  # "year=2023-2024": a range, written otherwise
+        raise ValueError(f"filter {item}: a range of years is written year={two[1]}..{two[2]}")
     if not re.fullmatch(r"\s*\d{1,4}\s*", text):
         raise ValueError(
             f"filter {item} is not a year from {YEARS[0]} to {YEARS[1]}; "
@@ -152,8 +155,8 @@ def add_filter(filters: Mapping[str, str], key: str, value: str) -> dict[str, st
     old, new = year_fields(filters[key]), year_fields(value)
     if "year" in old or "year" in new or set(new) >= set(old):
         return added
-    both = {**old, **new}
-    return {**added, key: f"{both['year_min']}..{both['year_max']}"}
+    low, high = {**old, **new}["year_min"], {**old, **new}["year_max"]
+    return {**added, key: str(low) if low == high else f"{low}..{high}"}
 
 
 def filter_fields(filters: Mapping[str, Any] | None) -> dict[str, Any]:
