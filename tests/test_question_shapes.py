@@ -293,6 +293,20 @@ def test_each_part_of_a_question_is_searched_for_its_own_paper(shipped):
     assert {"KVFlow", "LeMiCa", "HYPRL"} <= set(cited(answer)) and answer.warnings == []
 
 
+def test_a_part_about_another_named_topic_quotes_that_paper_only(library):
+    """ "Who wrote the coral paper, and what did the microplastics study find?": a part on its
+    own topic is answered from the paper that shares its words, not from whatever else the
+    whole question's search found (a trial's answer added a third paper under it)."""
+    answer = library.ask(
+        "For the coral reef study, who wrote it, and what did the microplastics study find?"
+    )
+    assert "John Smith" in answer.text and "84% of samples" in answer.text
+    assert set(cited(answer)) == {
+        "Coral reef bleaching under marine heatwaves",
+        "Microplastics in drinking water",
+    }
+
+
 def test_initials_in_an_answer_do_not_end_its_sentence():
     """ "… written by Sarah Jones and J. R. Smith [1]." was read as three sentences: the last,
     "Smith [1].", lost its marker as one that marks no claim."""

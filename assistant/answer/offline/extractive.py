@@ -688,10 +688,12 @@ class ExtractiveProvider(Provider):
                 if about and not named and not asked_terms(part.text):  # "… what did it find?"
                     sub = _asked_of(sub, about)
                 elif about and not named and not part.refers_back and not sub.pinned:
-                    # "…, and which paper studies diffusion caching?": its own topic, when
-                    # another paper shares more of its words than the first half's do.
+                    # "…, and what does the honeybee paper find?": its own topic, when another
+                    # paper shares more of its words than the first half's do: that paper (or,
+                    # for "which papers …", any).
                     own = _most_in_common(sub)
-                    about = None if own is not None and own not in about else about
+                    if own is not None and own not in about:
+                        about = None if is_survey(part.text) else {own}
                 found, reason = self.answer_part(sub, about)
                 if not found and about and not named and not part.refers_back:
                     # Not answered by the first half's papers and not pointing back at them
