@@ -18,7 +18,7 @@ from assistant.answer.factory import make_provider
 from assistant.answer.llm.reply import Reasoning
 from assistant.answer.offline.metadata import asked_year, is_listing, topic_query
 from assistant.answer.offline.parts import holds, literal_terms
-from assistant.answer.offline.question import is_survey
+from assistant.answer.offline.question import asked_terms, is_survey
 from assistant.answer.provider import Provider
 from assistant.answer.result import Answer
 from assistant.embedding.embedders import (
@@ -37,7 +37,7 @@ from assistant.errors import (
 from assistant.ingest.chunking import Chunker
 from assistant.ingest.corpus import LoadResult, Paper, stream_corpus
 from assistant.ingest.pipeline import Ingestor, IngestReport, Progress
-from assistant.retrieval.hybrid import Hit, HybridRetriever
+from assistant.retrieval.hybrid import Hit, HybridRetriever, check_filters
 from assistant.settings import Settings, default_store, load_settings
 from assistant.store.base import Filter, Store
 from assistant.store.catalog import CATALOG_FILE, Catalog, CatalogDamaged
@@ -491,7 +491,8 @@ class Assistant:
         earlier answers, ``/show``) are pinned: they are what the question is about. A question
         about papers from a year ("papers from 2024 on X") searches only that year when the
         store has papers from it; a bare listing ("papers from 2024") is pinned too: those
-        papers are the answer, however little they resemble it."""
+        papers are the answer, however little they resemble it. So is a question about no topic
+        under a filter that keeps at most k papers ("What do these papers find?")."""
         question = check_query(question)
         pinned = bool(filters and filters.get("paper_id"))
         asked = search_query or question
@@ -503,10 +504,22 @@ class Assistant:
         ):
             filters = {**(filters or {}), "year": year}
             pinned = pinned or is_listing(asked)
+        if filters and not pinned and not asked_terms(asked):
+            # "What do these papers find?" under a filter: the papers it keeps, when few
+            kept = self._kept_by(filters)
+            if 0 < len(kept) <= (k or self.settings.retrieval.k):
+                filters, pinned = {**filters, "paper_id": sorted(kept)}, True
         limit = None
         if is_survey(asked) and not pinned:  # "which papers ...": as many as qualify
             k, limit = self._survey_pool(asked, k)
         return Request(question, k, filters, search_query, pinned, limit)
+
+    def _kept_by(self, filters: Mapping[str, Any]) -> set[str]:
+        """The ready papers the filters keep (checked: a bad key or value is one line)."""
+        try:
+            return self.store.matching(check_filters(filters))
+        except ValueError as exc:
+            raise AssistantError(str(exc)) from exc
 
     def _survey_pool(self, question: str, k: int | None) -> tuple[int, int]:
         """How many papers a survey considers, and how many it shows (the -k asked, else

@@ -307,6 +307,19 @@ def test_a_part_about_another_named_topic_quotes_that_paper_only(library):
     }
 
 
+def test_these_papers_under_a_filter_are_the_papers_it_keeps(library):
+    """ "What do these papers find?" under a filter keeping two papers was refused: the
+    question names no topic, so nothing came close to it."""
+    answer = library.ask("What do these papers find?", filters={"year": 2020})
+    assert not answer.refused and answer.warnings == []
+    assert set(cited(answer)) == {
+        "Analytical engines and the origins of programming",
+        "Volcanic ash and aviation safety",
+    }
+    # a filter keeping more papers than an answer reads leaves the question as it was asked
+    assert library.ask("What do these papers find?", filters={"year": ">=2020"}).refused
+
+
 def test_initials_in_an_answer_do_not_end_its_sentence():
     """ "… written by Sarah Jones and J. R. Smith [1]." was read as three sentences: the last,
     "Smith [1].", lost its marker as one that marks no claim."""
