@@ -274,6 +274,14 @@ def test_a_follow_up_in_parts_about_earlier_papers_has_every_part_answered(libra
     )
     assert "is from 2022" in answer.text and "is from 2024" in answer.text
     assert "Chidi Okafor" in answer.text and answer.warnings == []
+    # the part without words of its own first: it was dropped without a word
+    question = "What does it find, and who wrote it?"
+    assert [p.text for p in split(question)] == ["What does it find?", "who wrote it?"]
+    *_, answer = library.stream(
+        question, filters={"paper_id": [coral.paper_id]}, search_query=f"{coral.label} {question}"
+    )
+    assert "63% of colonies" in answer.text and "John Smith" in answer.text
+    assert answer.warnings == []
 
 
 def test_when_were_they_published_asks_for_the_year(library):

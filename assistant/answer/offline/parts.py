@@ -76,7 +76,11 @@ def split(question: str) -> list[Part]:
     first = question[: match.start()].strip(" ,;:")
     second = question[match.end() :].strip()
     opening = _TOPIC_FIRST.match(first)
-    if not _ASKS.match(first[opening.end() :] if opening else first) or not asked_terms(first):
+    if not _ASKS.match(first[opening.end() :] if opening else first):
+        return [Part(question.strip(), False)]
+    # "What does it find, and who wrote it?": a first half without terms of its own is still a
+    # question apart when the second asks for metadata (it was answered as the authors only).
+    if not asked_terms(first) and metadata_question(second) is None:
         return [Part(question.strip(), False)]
     # "Which papers study X, and what do they find?" asks one thing; "Who wrote the paper on
     # X, and what did it find?" asks two: who (the metadata), then what (the abstract).
