@@ -140,7 +140,7 @@ def search(store: Path, queries: list[str]) -> dict[str, Any]:
 
     times: dict[str, float] = defaultdict(float)
     clock(Embedder, "embed_query", times, lambda *_: "query embedding")
-    clock(LocalStore, "nearest", times, lambda _self, kind, *_: f"Chroma: {kind}")
+    clock(LocalStore, "nearest", times, lambda _self, kind, *_, **__: f"Chroma: {kind}")
     clock(LocalStore, "lexical", times, lambda *_: "BM25")
     clock(LocalStore, "papers", times, lambda *_: "catalog")
     clock(LocalStore, "chunk_texts", times, lambda *_: "catalog")

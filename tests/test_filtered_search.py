@@ -5,6 +5,7 @@ for many) and BM25 under a filter."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from assistant import Assistant, Paper, load_settings
 from assistant.embedding.embedders import HashingEmbedder
 from assistant.store import Filter, filtered
 from assistant.store import local as local_module
-from assistant.store.base import Store
+from assistant.store.base import Match, Store
 from assistant.store.catalog import CATALOG_FILE, Catalog
 from assistant.store.chroma.vectors import ChromaVectors
 from assistant.store.exact import ExactIndexes
@@ -121,6 +122,54 @@ def test_nearest_under_a_filter_is_the_exact_filtered_search(stores, path, where
         assert {m.paper_id for m in got} <= memory.store.matching(where)
 
 
+@pytest.mark.parametrize("where", FILTERS[:4], ids=str)
+def test_a_search_for_papers_may_stop_at_the_last_one_and_keeps_their_best_vectors(
+    stores, path, where
+):
+    """Asked for n vectors of at most ``papers`` papers (each kept by its best), a search may
+    answer with fewer: the first of the n that hold that many papers. Each paper's best
+    vector, and which papers, are those of the whole answer."""
+    local, memory, papers = stores
+    shorter = []
+    for query in (papers[12].abstract[:150], papers[37].abstract[-100:], "protein folding"):
+        vector = local.embedder.embed_query(query)
+        want = memory.store.nearest("sentences", vector, 40, where)
+        got = local.store.nearest("sentences", vector, 40, where, papers=3)
+        assert [m.item_id for m in got] == [m.item_id for m in want[: len(got)]], path
+        assert _best_of_papers(got, 3) == _best_of_papers(want, 3)
+        shorter.append(len(got) < len(want))
+    # Only the unfiltered search asked for more stops sooner (it asks for fewer).
+    assert any(shorter) == (path == "overfetch")
+
+
+def _best_of_papers(matches, papers: int) -> list[str]:
+    best: dict[str, str] = {}
+    for m in matches:
+        best.setdefault(m.paper_id, m.item_id)
+    return list(best.values())[:papers]
+
+
+def test_papers_asked_for_make_the_unfiltered_search_ask_for_fewer():
+    """A year keeping a tenth: 600 sentences need ~7,000 asked for, 100 papers (3 sentences
+    each at most) ~3,700; what was held decides how many more are asked for."""
+    allowed = filtered.Allowed(frozenset({"a"}), {"a": 1}, share=0.1)
+    assert filtered.overfetch(600, allowed) == 6980
+    assert filtered.overfetch(600, allowed, papers=100) == 3693
+    assert filtered.overfetch(600, allowed, papers=500) == 6980
+    match = [Match(f"p{i % 40}:s{i}", f"p{i % 40}", 0.5) for i in range(200)]
+    assert filtered.held(match, 600, None) is None
+    assert filtered.held(match, 600, 40) == match[:40]
+    assert filtered.held(match, 100, 40) == match[:40]
+    assert filtered.held(match, 30, 40) == match[:30]
+    assert filtered.short_by(match, 600, None) == 3.0
+    assert filtered.short_by(match, 600, 100) == 2.5  # 40 papers of 100
+    assert filtered.short_by([], 600, 100) == math.inf
+    assert filtered.overfetch_again(3693, 2.5) == 11541
+    assert filtered.overfetch_again(3693, 5.0) is None  # over twice OVERFETCH_MOST
+    assert filtered.overfetch_again(3693, 1.5) == 6925
+    assert filtered.overfetch_again(3693, math.inf) is None
+
+
 @pytest.mark.parametrize("kind", ["chunks", "sentences"])
 def test_an_unfiltered_search_that_keeps_too_few_asks_again_then_filters(
     stores, monkeypatch: pytest.MonkeyPatch, kind: str
@@ -146,7 +195,7 @@ def test_an_unfiltered_search_that_keeps_too_few_asks_again_then_filters(
     unfiltered = []
     for case in ("margin", "again", "filtered"):
         if case != "margin":  # asked for 8: fewer than 8 of theirs among them
-            monkeypatch.setattr(local_module, "overfetch", lambda n, allowed: n)
+            monkeypatch.setattr(local_module, "overfetch", lambda n, allowed, papers=None: n)
         if case == "filtered":
             monkeypatch.setattr(local_module, "overfetch_again", lambda *args: None)
         for text in queries:

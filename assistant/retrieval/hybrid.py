@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -182,8 +183,10 @@ class HybridRetriever:
             vector = embedding.result() if embedding is not None else None
             sentence_search = None
             if vector is not None and cfg.sentence_weight and self.store.keeps_sentences:
-                # Papers have a few chunks and many sentences: enough to cover n papers.
-                sentence_search = pool.submit(self.store.nearest, "sentences", vector, n * 6, where)
+                # Papers have a few chunks and many sentences: enough to cover n papers (each
+                # kept by its best sentence, so the store may stop at the n-th paper).
+                search = partial(self.store.nearest, papers=n)
+                sentence_search = pool.submit(search, "sentences", vector, n * 6, where)
             chunk_matches: list[Match] = []
             if vector is not None and (cfg.head_weight or cfg.chunk_weight):
                 chunk_matches = self.store.nearest("chunks", vector, n * 3, where)

@@ -215,8 +215,12 @@ class Store(ABC):
     def chunks_of(self, paper_id: str) -> list[str]: ...
 
     @abstractmethod
-    def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
-        """The n vectors of this kind most similar to ``vector``, best first."""
+    def nearest(
+        self, kind: Kind, vector: np.ndarray, n: int, where: Filter, papers: int | None = None
+    ) -> list[Match]:
+        """The n vectors of this kind most similar to ``vector``, best first. With ``papers``
+        (a caller that keeps each paper's best vector, for that many papers at most), the answer
+        may stop sooner: at the vector where that many papers have appeared."""
 
     @abstractmethod
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:

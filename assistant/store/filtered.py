@@ -20,7 +20,10 @@ search"):
   the n wanted (7,000 for 600 at a tenth), then filtered. Its n best are a filtered search's
   (as exact as the graph search), at the cost of one unfiltered search of a larger n (~5 ms
   per 1,000 asked for, at 1M vectors here), whatever the store holds; when they do not fill n
-  (the kept papers are far from the query), the search is made as below;
+  (the kept papers are far from the query), the search is made as below. A search that keeps
+  each paper's best vector for so many papers (the sentence search: 100 papers from 600
+  sentences) says so, and its answer stops at the last of those papers (``held``): 3,700
+  asked for at a tenth instead of 7,000;
 - more: Chroma's HNSW search restricted to their ids (``Collection.query(ids=...)``), which
   skips Chroma's metadata scan.
 
@@ -58,6 +61,12 @@ EXACT_VECTORS = 1500  # at most this many vectors: read them and score them exac
 SENTENCE_PAPERS = 300  # at most this many papers: their sentence ids are made from their texts
 KEPT = 4  # resolved filters kept per store
 OVERFETCH_MOST = 10_000  # the most vectors asked of an unfiltered search to fill a filtered one
+# Sentences a paper brings to a search's best ones before the papers asked for are in: 100
+# papers were held by a median 236 and at most 370 of a random tenth of SciFact's papers'
+# best sentences (100 test claims: benchmarks/papers_in_sentences.py), by 103-266 at 100,000
+# synthetic abstracts; the margin of ``overfetch`` covers most of the rest, and a search
+# that still falls short asks again.
+PER_PAPER = 3
 
 
 @dataclass
@@ -96,27 +105,52 @@ def sentences_named(papers: int) -> bool:
     return papers <= SENTENCE_PAPERS
 
 
-def overfetch(n: int, allowed: Allowed) -> int | None:
+def overfetch(n: int, allowed: Allowed, papers: int | None = None) -> int | None:
     """How many vectors to ask of the unfiltered search so that the allowed papers' hold the n
-    wanted: n plus four standard deviations of how many of them a random draw of that size
+    wanted (or, with ``papers``, likely that many papers: ``PER_PAPER`` vectors each at most):
+    that many plus four standard deviations of how many of them a random draw of that size
     holds, over the allowed share; None when that is more than ``OVERFETCH_MOST`` (or the
     share is not known). Sentences are asked for with the chunks' share: a paper's
     sentences follow its length as its chunks do."""
-    if n <= 0 or not allowed.share:
+    wanted = min(n, PER_PAPER * papers) if papers else n
+    if wanted <= 0 or not allowed.share:
         return None
-    asked = math.ceil((n + 4 * math.sqrt(n)) / allowed.share)
+    asked = math.ceil((wanted + 4 * math.sqrt(wanted)) / allowed.share)
     return asked if asked <= OVERFETCH_MOST else None
 
 
-def overfetch_again(asked: int, n: int, kept: int) -> int | None:
-    """How many to ask for a second time, when ``asked`` held only ``kept`` (< n) of the
-    allowed papers' vectors: in proportion, with a quarter more (a paper's sentences come
-    together, so fewer papers than vectors are drawn, and their share varies more than a
-    draw of vectors would). None when none was kept, or past twice ``OVERFETCH_MOST``."""
-    if kept <= 0:
+def overfetch_again(asked: int, short_by: float) -> int | None:
+    """How many to ask for a second time, when ``asked`` held ``short_by`` times too few of
+    what was wanted: in proportion, with a quarter more (a paper's sentences come together,
+    so fewer papers than vectors are drawn, and their share varies more than a draw of
+    vectors would). None when none was held, or past twice ``OVERFETCH_MOST``."""
+    if short_by == math.inf:
         return None
-    again = math.ceil(asked * n / kept * 1.25)
+    again = math.ceil(asked * short_by * 1.25)
     return again if again <= 2 * OVERFETCH_MOST else None
+
+
+def held(matches: Sequence[Match], n: int, papers: int | None) -> list[Match] | None:
+    """The first n matches, or the shortest first ones that hold ``papers`` papers; None when
+    there are neither."""
+    if papers:
+        seen: set[str] = set()
+        for i, m in enumerate(matches[:n]):
+            seen.add(m.paper_id)
+            if len(seen) == papers:
+                return list(matches[: i + 1])
+    return list(matches[:n]) if len(matches) >= n else None
+
+
+def short_by(matches: Sequence[Match], n: int, papers: int | None) -> float:
+    """How many times more matches were needed (the smaller of: for n of them, for
+    ``papers`` papers); infinite for none."""
+    if not matches:
+        return math.inf
+    factor = n / len(matches)
+    if papers:
+        factor = min(factor, papers / len({m.paper_id for m in matches}))
+    return factor
 
 
 def allowed_from(chunk_counts: dict[str, int], all_chunks: int = 0) -> Allowed:

@@ -57,9 +57,11 @@ from assistant.store.filtered import (
     allowed_from,
     exact,
     exact_nearest,
+    held,
     overfetch,
     overfetch_again,
     sentences_named,
+    short_by,
 )
 from assistant.store.health import Health, examine, vector_gaps
 from assistant.store.locking import index_files, writer_lock, writer_running
@@ -580,13 +582,15 @@ class LocalStore(Store):
     def chunks_of(self, paper_id: str) -> list[str]:
         return self.catalog.chunks_of(paper_id)
 
-    def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
+    def nearest(
+        self, kind: Kind, vector: np.ndarray, n: int, where: Filter, papers: int | None = None
+    ) -> list[Match]:
         if kind == "sentences" and not self.keeps_sentences:
             return []
         copy = self._read_copy()
         if copy is not None:
-            papers = self.allowed(where).papers if where else None
-            return copy.nearest(kind, vector, n, papers) if papers is None or papers else []
+            keep = self.allowed(where).papers if where else None
+            return copy.nearest(kind, vector, n, keep) if keep is None or keep else []
         if not where:
             return self._read(kind, lambda vectors: self._query(vectors, vector, n, where))
         allowed = self.allowed(where)
@@ -595,7 +599,7 @@ class LocalStore(Store):
         few = self._few_ids(kind, allowed)
         if few is not None:  # read them, score them exactly (see ``filtered``)
             return exact_nearest(*self._vectors_of(kind, allowed, few), vector, n)
-        kept = self._kept_of_unfiltered(kind, vector, n, allowed)
+        kept = self._kept_of_unfiltered(kind, vector, n, allowed, papers)
         if kept is not None:
             return kept
         ids = allowed.chunk_ids if kind == "chunks" else self._sentence_ids(allowed)
@@ -637,21 +641,23 @@ class LocalStore(Store):
         return ids if ids is not None and exact(len(ids)) else None
 
     def _kept_of_unfiltered(
-        self, kind: Kind, vector: np.ndarray, n: int, allowed: Allowed
+        self, kind: Kind, vector: np.ndarray, n: int, allowed: Allowed, papers: int | None
     ) -> list[Match] | None:
-        """The n nearest of the allowed papers' vectors, from an unfiltered search asked for
-        more (``filtered.overfetch``), and asked again for more once if its answer held fewer
-        than n of theirs; None when the allowed share is too small for it, or the answers
-        held fewer than n of theirs and the index more vectors than they returned."""
-        asked = overfetch(n, allowed)
+        """The n nearest of the allowed papers' vectors (or the first of them that hold
+        ``papers`` papers: ``filtered.held``), from an unfiltered search asked for more
+        (``filtered.overfetch``), and asked again for more once if its answer held too few;
+        None when the allowed share is too small for it, or the answers held too few and the
+        index more vectors than they returned."""
+        asked = overfetch(n, allowed, papers)
         for _ in range(2):
             if asked is None:
                 return None
             found = self._read(kind, partial(self._query, vector=vector, n=asked, where=Filter()))
             kept = [m for m in found if m.paper_id in allowed.papers]
-            if len(kept) >= n or len(found) < asked:
-                return kept[:n]
-            asked = overfetch_again(asked, n, len(kept))
+            enough = held(kept, n, papers)
+            if enough is not None or len(found) < asked:
+                return enough if enough is not None else kept
+            asked = overfetch_again(asked, short_by(kept, n, papers))
         return None
 
     def _query(

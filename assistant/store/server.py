@@ -398,8 +398,10 @@ class ServerStore(Store):
     def chunks_of(self, paper_id: str) -> list[str]:
         return self._fresh().chunks_of(paper_id)
 
-    def nearest(self, kind: Kind, vector: np.ndarray, n: int, where: Filter) -> list[Match]:
-        return self._view.nearest(kind, vector, n, where)
+    def nearest(
+        self, kind: Kind, vector: np.ndarray, n: int, where: Filter, papers: int | None = None
+    ) -> list[Match]:
+        return self._view.nearest(kind, vector, n, where, papers)
 
     def lexical(self, query: str, n: int, where: Filter) -> list[tuple[str, float]]:
         return self._fresh().lexical(query, n, where)
