@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from assistant.answer.chain import AnswerChain, OnStatus, Request
+from assistant.answer.chain import AnswerChain, OnStatus, Request, close_enough
 from assistant.answer.factory import make_provider
 from assistant.answer.llm.reply import Reasoning
 from assistant.answer.offline.metadata import asked_year, is_listing, topic_query
@@ -361,6 +361,11 @@ class Assistant:
             return self.retriever().search(query, k, filters)
         except ValueError as exc:
             raise AssistantError(str(exc)) from exc
+
+    def close_to(self, query: str, hits: list[Hit]) -> bool:
+        """Whether any of a search's papers is close enough to the query to answer from: what
+        ``ask`` refuses without (``llm.min_similarity``, a paper named, a literal condition)."""
+        return close_enough(query, hits, self.settings.llm.min_similarity)
 
     # -- answers ----------------------------------------------------------------------------
     @property

@@ -39,6 +39,7 @@ def test_search_json_contract(shipped_store: Path):
         "doi",
     }
     assert first["rank"] == 1 and first["label"] == "KVFlow"
+    assert payload["close"] is True
     assert first["source"] == "004_cebd1b31328fe8e6.txt#2"
     assert first["title"] is None and first["authors"] == [] and first["url"] is None
     assert first["text"].startswith("Large language model (LLM) based agentic workflows")
@@ -49,6 +50,25 @@ def test_search_human_output(shipped_store: Path):
         "search", "segment anything robustness", "-k", "2", "--store", str(shipped_store)
     )
     assert code == 0 and "[1] GaRA-SAM" in out and "001_ef5bc1b701034fae.txt, abstract 2" in out
+
+
+@pytest.mark.parametrize("filters", [(), ("--filter", "year=2025")])
+def test_a_search_far_from_every_paper_says_its_papers_are_only_the_nearest(
+    shipped_store: Path, filters: tuple[str, ...]
+):
+    """The papers are listed (a search lists what is nearest), with a line saying none is
+    close to the query, as ask would refuse; a search close to a paper has no such line."""
+    args = ("-k", "2", "--store", str(shipped_store), *filters)
+    code, out, _ = run("search", "protein folding in yeast", *args)
+    assert code == 0 and "[2] " in out
+    where = "the filter keeps" if filters else "in the store"
+    assert f"None of these is close to the query: they are only the nearest papers {where}." in (
+        " ".join(out.split())
+    )
+    code, out, _ = run("search", "protein folding in yeast", "--json", *args)
+    assert json.loads(out)["close"] is False
+    code, out, _ = run("search", "segment anything robustness", *args)
+    assert "[1] GaRA-SAM" in out and "None of these" not in out
 
 
 def test_info_json(shipped_store: Path):

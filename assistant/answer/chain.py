@@ -91,6 +91,13 @@ def names_a_paper(question: str, hits: list[Hit]) -> bool:
     return any(h.named_in(question) for h in hits)
 
 
+def close_enough(query: str, hits: list[Hit], min_similarity: float) -> bool:
+    """Some paper is close enough to the query to answer from: a passage at least
+    ``min_similarity`` similar, the paper named, or a survey's literal condition met."""
+    best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
+    return best >= min_similarity or names_a_paper(query, hits) or holds_literal(query, hits)
+
+
 def is_refusal(text: str) -> bool:
     return CANNOT_ANSWER.lower().rstrip(".") in " ".join(text.lower().split())
 
@@ -122,12 +129,8 @@ class AnswerChain:
         hits = self.search(query, request.k, request.filters)
         if not request.pinned:
             hits = self._with_each_part(query, hits, request.filters)
-        best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
-        relevant = (
-            best >= self.settings.min_similarity
-            or (request.pinned and bool(hits))
-            or names_a_paper(query, hits)
-            or holds_literal(query, hits)
+        relevant = (request.pinned and bool(hits)) or close_enough(
+            query, hits, self.settings.min_similarity
         )
         if not relevant:
             return hits, None

@@ -283,14 +283,12 @@ def search(
     with make_assistant(store, chroma_url) as assistant:
         wanted = parse_filters(filters)
         hits = assistant.search(query, k=k, filters=wanted)
+        close = assistant.close_to(query, hits)
         if as_json:
-            click.echo(
-                json.dumps(
-                    {"query": query, "hits": [h.to_json() for h in hits]}, ensure_ascii=False
-                )
-            )
+            found = {"query": query, "close": close, "hits": [h.to_json() for h in hits]}
+            click.echo(json.dumps(found, ensure_ascii=False))
         else:
-            render.hits_table(make_console(), query, hits, filters=wanted)
+            render.hits_table(make_console(), query, hits, filters=wanted, close=close)
 
 
 @main.command()

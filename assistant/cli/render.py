@@ -83,7 +83,10 @@ def hits_table(
     hits: list[Hit],
     width: int = 320,
     filters: Mapping[str, Any] | None = None,
+    close: bool = True,
 ) -> None:
+    """The hits; ``close``: whether any is close enough to the query to answer from (when
+    none is, a line says they are only the nearest, as ``ask`` would refuse)."""
     if not hits:  # a search returns every paper a filter keeps, up to k: none was kept
         console.print(
             f"No paper in the store matches {escape(shown(filters))}."
@@ -93,6 +96,11 @@ def hits_table(
         return
     papers = "1 paper" if len(hits) == 1 else f"{len(hits)} papers"
     console.print(f"[bold]{papers} for[/] {escape(query)}\n")
+    if not close:
+        console.print(
+            "[yellow]None of these is close to the query: they are only the nearest papers"
+            + (" the filter keeps.[/]\n" if filters else " in the store.[/]\n")
+        )
     for hit in hits:
         head = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
