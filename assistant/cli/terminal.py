@@ -99,7 +99,7 @@ class _Elapsed:
 
 
 STAGES = {
-    "condensing": ("rewriting the follow-up", True),
+    "condensing": ("relating it to the last answer", True),  # a follow-up, or a new question
     "searching": ("searching", False),
     "answering": ("waiting for the model", True),
     "thinking": ("model is thinking", True),  # a reasoning model, before its answer
