@@ -95,6 +95,12 @@ def test_eval_cli_offline_run_and_resume(shipped_store: Path, tmp_path: Path):
     assert "| faithfulness | 1.000 |" in (out / "report.md").read_text()
     compared = CliRunner().invoke(main, ["eval", "--compare", str(out), str(out)])
     assert compared.exit_code == 0 and "no question changed its outcome" in compared.stdout
+    # --out into that folder again would score its old answers as new: refused, nothing lost.
+    again = CliRunner().invoke(main, ["eval", "--out", str(out), "--store", str(shipped_store)])
+    assert again.exit_code == 2 and f"--resume {out} finishes that run" in again.stderr
+    assert (out / "answers.jsonl").read_text().splitlines() == lines
+    both = ["eval", "--out", str(tmp_path / "new"), "--resume", str(out)]
+    assert CliRunner().invoke(main, both).exit_code == 2 and not (tmp_path / "new").exists()
 
 
 def _first_sentences(body: dict[str, Any]) -> Reply:

@@ -599,6 +599,7 @@ def eval_command(
     if compare_runs:
         runner.print_comparison(make_console(), *compare_runs, as_json=as_json)
         return
+    _check_run_folder(out_dir, resume)
     overrides = llm_overrides(provider, model, base_url, verify, strict)
     with make_assistant(store, chroma_url, **overrides) as assistant:
         ok = runner.run(
@@ -617,6 +618,19 @@ def eval_command(
         )
     if not ok:
         sys.exit(1)
+
+
+def _check_run_folder(out_dir: Path | None, resume: Path | None) -> None:
+    """A run folder is new, or resumed on purpose: answers already in a folder given to --out
+    would be kept as this run's (a run resumes from them), answered by other code or another
+    model without a word."""
+    if out_dir is not None and resume is not None:
+        raise click.UsageError("give --out (a new run) or --resume (an interrupted one), not both")
+    if out_dir is not None and (out_dir / "answers.jsonl").is_file():
+        raise click.UsageError(
+            f"{out_dir} already holds a run's answers: --resume {out_dir} finishes that run; "
+            "give --out a new folder to answer afresh"
+        )
 
 
 @eval_command.command()
