@@ -101,6 +101,12 @@ def test_eval_cli_offline_run_and_resume(shipped_store: Path, tmp_path: Path):
     assert (out / "answers.jsonl").read_text().splitlines() == lines
     both = ["eval", "--out", str(tmp_path / "new"), "--resume", str(out)]
     assert CliRunner().invoke(main, both).exit_code == 2 and not (tmp_path / "new").exists()
+    # A resume with another model than the run began with is refused, nothing answered.
+    other = ["eval", "--set", str(subset), "--resume", str(out), "--store", str(shipped_store)]
+    other += ["--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    refused = CliRunner().invoke(main, other)
+    assert refused.exit_code == 1 and "was begun with other settings (provider" in refused.stderr
+    assert (out / "answers.jsonl").read_text().splitlines() == lines
 
 
 def _first_sentences(body: dict[str, Any]) -> Reply:

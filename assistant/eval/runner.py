@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from rich.table import Table
 
 from assistant.core import Assistant
-from assistant.errors import InputFileError
+from assistant.errors import AssistantError, InputFileError
 from assistant.eval.compare import compare, failures, load_results, parse_thresholds
 from assistant.eval.dataset import load_eval_set
 from assistant.eval.formats import NOT_MEASURED, metric_label, metric_value, summary_rows
@@ -64,6 +64,7 @@ def run(
         "store": str(assistant.store_dir),
         "embedder": assistant.embedder.name,
     }
+    _same_answerer(run_dir, meta, resumed=resume is not None)
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -212,6 +213,28 @@ def print_calibration(
     for label in ("supported", "not_supported"):
         table.add_row(label, str(c[label]["supported"]), str(c[label]["not_supported"]))
     console.print(table)
+
+
+ANSWERER = ("provider", "model", "judge", "eval_set", "store", "embedder")
+
+
+def _same_answerer(run_dir: Path, meta: dict[str, Any], resumed: bool) -> None:
+    """A resumed run is answered as it began: its first part's settings are kept in
+    ``run.json``, and a resume with another provider, model, judge, eval set or store is
+    refused (its answers would be scored as one run's)."""
+    recorded = run_dir / "run.json"
+    if resumed and recorded.is_file():
+        before = json.loads(recorded.read_text(encoding="utf-8"))
+        changed = [k for k in ANSWERER if k in before and before[k] != meta[k]]
+        if changed:
+            said = "; ".join(f"{k} {before[k]!r}, now {meta[k]!r}" for k in changed)
+            raise AssistantError(
+                f"{run_dir} was begun with other settings ({said}): resume it with those, "
+                "or start a new run with --out"
+            )
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    recorded.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
 def _check_gold_papers(assistant: Assistant, items: list[Any], path: str, err: Console) -> None:
