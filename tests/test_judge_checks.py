@@ -125,6 +125,26 @@ def test_the_decision_catches_what_the_judge_alone_accepts(judge):
         assert found.score < judge.threshold
 
 
+def test_a_quote_led_by_its_papers_title_is_judged_without_the_title(judge):
+    """The extractive answer leads a quote with the cited paper's label, here a whole title:
+    its words are not the claim ("No-Till" is no negation, a long title no dilution); a lead
+    naming a paper the sentence does not cite is still told."""
+    quote = (
+        "In a twenty-year field trial we find that no-till increased carbon in the top 10 cm "
+        "by 8% but decreased it below 30 cm, so that total profile carbon did not differ "
+        "significantly from ploughed plots."
+    )
+    title = "Soil Carbon Loss under No-Till Farming: A Twenty-Year Field Trial"
+    soil = PaperText(f"We compare tillage regimes. {quote}", title)
+    found = judgement(judge, f"{title}: {quote} [1]", [soil], (soil, KVFLOW))
+    assert found.verdict == "supported" and not found.reason, found
+    assert judgement(judge, f"- {title}: {quote}", [soil]).verdict == "supported"
+    borrowed = judgement(judge, f"STARFlow: {quote}", [soil], (soil, STARFLOW))
+    assert borrowed.verdict == "unsupported" and "STARFlow" in borrowed.reason
+    negated = quote.replace("increased carbon", "did not increase carbon")
+    assert judgement(judge, f"{title}: {negated}", [soil]).verdict == "unsupported"
+
+
 def test_marks_and_eval_faithfulness_are_one_decision(judge):
     answer = (
         "KVFlow achieves up to 1.83× speedup for single workflows with large prompts [1]. "

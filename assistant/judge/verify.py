@@ -93,10 +93,27 @@ def judgement(
     a borrowed name."""
     if not cited:
         return Judgement(0.0, "unsupported")
+    claim = without_lead(claim, cited)
     texts = [s.text for s in cited]
     claims = judge.claims(claim) or [claim]
     score = min(judge.support(c, texts) for c in claims)
     return overruled(score, find_conflict(claim, cited, papers), judge.threshold)
+
+
+def without_lead(claim: str, cited: Sequence[Source]) -> str:
+    """The claim without a lead that names a paper it cites ("KVFlow: ...", a whole title and
+    a colon, as the extractive answer writes): who says it, not what is said, so a title's
+    words ("No-Till", "Loss") are neither judged nor counted as negations. A lead naming a
+    paper the sentence does not cite is kept, for the name check to catch."""
+    text = claim.lstrip("-*• ")
+    for source in cited:
+        label = " ".join(source.label.split())
+        if not label or not text.casefold().startswith(label.casefold()):
+            continue
+        rest = text[len(label) :].lstrip()
+        if rest.startswith(":") and rest[1:].strip():
+            return rest[1:].strip()
+    return claim
 
 
 def overruled(score: float, conflict: Conflict | None, threshold: float) -> Judgement:
