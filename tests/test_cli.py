@@ -200,6 +200,50 @@ def test_prune_never_runs_on_input_that_failed_to_load(
     assert json.loads(run("info", "--json", "--store", store)[1])["papers"] == 5
 
 
+def test_prune_never_runs_when_a_file_gives_no_paper(tmp_path: Path, monkeypatch, small_dir):
+    """An export without abstracts loads (each entry skipped with a warning) but gives no
+    paper: with --prune it emptied the store (a user's trial: 15 papers removed)."""
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    store = str(tmp_path / "store")
+    assert run("ingest", str(small_dir), "--store", store)[0] == 0
+    export = tmp_path / "noabs.bib"
+    export.write_text(
+        "@article{a2020, title={Only a Title}, year={2020}}\n"
+        "@article{b2021, title={Another Title}, author={Doe, Jane}}\n"
+    )
+    code, out, err = run("ingest", str(export), "--prune", "--store", store, "--json")
+    assert code == 1 and json.loads(out)["removed"] == 0 and json.loads(out)["prune_skipped"]
+    assert "noabs.bib: no paper could be read from it" in err and "--prune skipped" in err
+    assert json.loads(run("info", "--json", "--store", store)[1])["papers"] == 5
+
+
+def test_another_files_paper_with_a_stored_id_is_skipped_and_told(tmp_path: Path, monkeypatch):
+    """Two libraries' exports gave different papers one key: the second replaced the first
+    without a word ("0 added, 1 updated"). It is skipped and told; an edit of the same paper
+    (its title kept) from another file still updates it."""
+    monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")
+    store = str(tmp_path / "store")
+    first, second, moved = tmp_path / "mylib.bib", tmp_path / "other.ris", tmp_path / "moved.bib"
+    glacier = "title={Glacier Thinning in the Alps}, abstract={Glaciers thinned by 1.1 m a year.}"
+    first.write_text(f"@article{{smith2019, {glacier}}}\n")
+    second.write_text(
+        "TY  - JOUR\nID  - smith2019\nTI  - Ocean Warming and Coral Bleaching\n"
+        "AB  - Reefs bleached in warm years.\nER  - \n"
+    )
+    assert run("ingest", str(first), "--store", store)[0] == 0
+    code, out, err = run("ingest", str(second), "--store", store, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["updated"] == 0 and report["added"] == 0
+    said = " ".join(err.split())
+    assert "skipped smith2019 from other.ris ('Ocean Warming and Coral Bleaching')" in said
+    assert "another paper with that id, from mylib.bib ('Glacier Thinning in the Alps')" in said
+    code, out, _ = run("search", "glacier thinning", "--json", "--store", store)
+    assert json.loads(out)["hits"][0]["title"] == "Glacier Thinning in the Alps"
+    moved.write_text(f"@article{{smith2019, {glacier.replace('1.1 m', '1.2 m')}}}\n")
+    code, out, err = run("ingest", str(moved), "--store", store, "--json")
+    assert code == 0 and json.loads(out)["updated"] == 1 and "skipped" not in err
+
+
 def test_a_store_path_that_cannot_be_a_folder_is_one_line(tmp_path: Path, monkeypatch):
     """Before: FileExistsError / FileNotFoundError tracebacks from the writer lock."""
     monkeypatch.setenv("ASSISTANT_EMBEDDING__PROVIDER", "hashing")

@@ -18,6 +18,7 @@ from assistant.errors import InputFileError
 from assistant.ingest.chunking import Chunker, sentence_weights, sentences_of
 from assistant.ingest.corpus import LoadResult, Paper
 from assistant.store.base import Entry, Filter, PaperVectors, Store
+from assistant.store.filters import words
 
 Progress = Callable[[int, int], None]  # (papers done, papers to do)
 
@@ -77,6 +78,28 @@ class Plan:
     unchanged: int = 0
     edited: int = 0
     repaired: int = 0
+    clashes: list[str] = field(default_factory=list)  # another paper's id: skipped, told
+    files: set[str] = field(default_factory=set)  # names of the files that gave papers
+
+
+def another_paper(known: Paper, paper: Paper) -> bool:
+    """A paper with a stored paper's id that is not that paper edited: it comes from another
+    file and shares under half the words of its title (without titles: of its abstract). Two
+    libraries' exports can give different papers one key ("smith2019")."""
+    if known.source_file == paper.source_file:
+        return False
+    titled = bool(known.title and paper.title)
+    old = set(words((known.title if titled else known.abstract) or ""))
+    new = set(words((paper.title if titled else paper.abstract) or ""))
+    return len(old & new) < 0.5 * min(len(old), len(new))
+
+
+def clash(known: Paper, paper: Paper) -> str:
+    return (
+        f"skipped {paper.paper_id} from {paper.source_file} ({paper.label!r}): the store holds "
+        f"another paper with that id, from {known.source_file} ({known.label!r}); give one of "
+        "them another id (its key or 'id' field) to keep both"
+    )
 
 
 WINDOW = 1000  # incoming papers compared with the store at a time
@@ -113,7 +136,7 @@ class Ingestor:
             duplicates=loaded.duplicates,
             files=len(loaded.files),
             problems=list(loaded.problems),
-            warnings=list(loaded.warnings),
+            warnings=list(loaded.warnings) + plan.clashes,
             dropped=self.store.dropped,
         )
         # Finish what an interrupted run left: pending papers not in this input, and papers
@@ -147,7 +170,13 @@ class Ingestor:
         self.store.set_meta("config", self._config_key())
 
         # Prune papers whose source is no longer given; never on input that failed to load,
-        # where a mistyped or unreadable file would otherwise empty the store.
+        # where a mistyped or unreadable file would otherwise empty the store, nor when a file
+        # gave no paper (an export without abstracts: every entry skipped).
+        barren = [f.name for f in loaded.files if f.name not in plan.files]
+        if prune and barren and not report.problems:
+            report.problems.append(
+                InputFileError(barren[0], "no paper could be read from it (see the warnings)")
+            )
         report.prune_skipped = prune and bool(report.problems)
         if prune and not report.prune_skipped:
             entries = self.store.entries()
@@ -187,6 +216,7 @@ class Ingestor:
         for window in _windows(loaded.stream(), WINDOW):
             ids = [p.paper_id for p in window]
             plan.incoming.update(ids)
+            plan.files.update(p.source_file for p in window)
             entries = self.store.entries(ids)
             ready = [pid for pid in ids if _state(entries, pid) == "ready"]
             stored = {} if rewrite_all else self.store.papers(ready)
@@ -202,6 +232,9 @@ class Ingestor:
                     plan.edited += _details(known) != _details(paper)
                     if known != paper or entries[paper.paper_id].fingerprint != paper.fingerprint:
                         in_place.append(paper)
+                    continue
+                if known is not None and another_paper(known, paper):
+                    plan.clashes.append(clash(known, paper))
                     continue
                 plan.to_write.add(paper.paper_id)
                 if _state(entries, paper.paper_id) == "ready":
