@@ -219,6 +219,24 @@ def test_saved_transcript_reads_as_the_terminal_showed_it(shipped, tmp_path: Pat
     assert "Prior Guidance (PG)" in saved and "\\textbf" not in saved and "\\textit" not in saved
 
 
+def test_new_forgets_follow_ups_but_save_and_bib_keep_every_answer(shipped, tmp_path: Path):
+    """Before: /new emptied what /save and /bib write ("no papers cited yet" after three
+    answers); /help says it forgets what the next question searches. The transcript marks the
+    fresh start, and its references say who wrote a paper, when, and where, not its file."""
+    session, out = session_for(shipped)
+    transcript, bib = tmp_path / "chat.md", tmp_path / "cited.bib"
+    lines = ["What does KVFlow do?", "/new", "What does LeMiCa do?", f"/save {transcript}"]
+    run_chat(session, reader([*lines, f"/bib {bib}"]))
+    assert len(session.conversation.turns) == 1 and len(session.said) == 2
+    saved = transcript.read_text()
+    assert saved.index("## 1. What does KVFlow do?") < saved.index("_(/new: the questions")
+    assert saved.index("_(/new: the questions") < saved.index("## 2. What does LeMiCa do?")
+    (reference,) = [line for line in saved.splitlines() if line.startswith("- **KVFlow**")]
+    assert "2025 · NeurIPS" in reference, reference
+    assert "2 cited paper(s) written to" in out.getvalue()
+    assert "KVFlow" in bib.read_text() and "LeMiCa" in bib.read_text()
+
+
 def test_a_question_naming_a_paper_is_not_taken_as_a_follow_up(shipped):
     """Before: "What is KVFlow?" after a video-generation question searched "What is KVFlow?
     Which papers study video generation?" and cited AAPT only; after a refusal, the refused

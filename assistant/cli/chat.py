@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from assistant.answer.conversation import Conversation, Resolution
+from assistant.answer.conversation import Conversation, Resolution, Turn
 from assistant.answer.result import Answer, Citation
 from assistant.cli import render
 from assistant.cli.terminal import Waiting
@@ -40,6 +40,7 @@ HELP = """Commands:
                       /filter clear
   /provider NAME      extractive | openai | auto;  /model NAME  the chat model
   /new, /reset        forget the conversation: the next question searches every paper
+                      (/save and /bib still write every answer)
   /save FILE          write the transcript as Markdown, with a reference list
                       (an existing FILE is kept unless you add --force)
   /bib FILE           write the papers cited so far as BibTeX (--force replaces FILE)
@@ -67,7 +68,9 @@ class ChatSession:
         except ValueError as exc:
             raise AssistantError(str(exc)) from exc
         self.filters: dict[str, str] = dict(filters or {})
-        self.conversation = Conversation()
+        self.conversation = Conversation()  # what follow-ups read; /new forgets it
+        self.said: list[Turn] = []  # every answered turn: what /save and /bib write
+        self.fresh_at: set[int] = set()  # turns (by index in ``said``) after a /new
         self.show_reasoning = False
 
     # -- output -----------------------------------------------------------------------------
@@ -165,6 +168,7 @@ class ChatSession:
         for warning in answer.warnings:
             self.say(f"warning: {warning}", "yellow")
         self.conversation.add(question, resolution.query, answer, resolution.papers)
+        self.said.append(self.conversation.turns[-1])
 
     def _within_filters(self, question: str, resolution: Resolution) -> Resolution:
         """A follow-up pinned to earlier papers keeps those the chat's filters keep: a filter
@@ -266,7 +270,10 @@ class ChatSession:
         self.say(f"now answering with {self.provider_line()}")
 
     def reset(self) -> None:
+        """Follow-ups forget the answers so far; /save and /bib still write them."""
         self.conversation.reset()
+        if self.said:
+            self.fresh_at.add(len(self.said))
         self.say("conversation forgotten; the next question starts afresh")
 
     def save(self, arg: str) -> None:
@@ -295,7 +302,7 @@ class ChatSession:
         """The papers cited in this conversation, as BibTeX."""
         from assistant.ingest.formats.bibtex_write import cited_papers, to_bibtex
 
-        papers = cited_papers(turn.answer for turn in self.conversation.turns)
+        papers = cited_papers(turn.answer for turn in self.said)
         if not papers:
             self.say("no papers cited yet: ask a question first")
             return
@@ -330,7 +337,9 @@ class ChatSession:
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines = ["# Chat transcript", "", f"_{self.header()} · {when}_", ""]
         references: dict[str, str] = {}
-        for i, turn in enumerate(self.conversation.turns, start=1):
+        for i, turn in enumerate(self.said, start=1):
+            if i - 1 in self.fresh_at:
+                lines += ["_(/new: the questions below started afresh)_", ""]
             lines += [f"## {i}. {turn.question}", ""]
             if turn.search_query != turn.question:
                 lines += [f"_Searched: {turn.search_query}_", ""]
@@ -353,9 +362,11 @@ class ChatSession:
                 lines.append("")
             for c in turn.answer.citations:
                 text = latex_to_text(c.text)
+                paper = turn.answer.paper_of(c)
+                about = render.describe(paper) if paper is not None else c.source
                 references.setdefault(
                     c.paper_id,
-                    f"- **{c.label}** — {c.source} — id `{c.paper_id}`  \n"
+                    f"- **{latex_to_text(c.label)}** — {about} — id `{c.paper_id}`  \n"
                     f"  {text[:300]}{'…' if len(text) > 300 else ''}",
                 )
         if references:
