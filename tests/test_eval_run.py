@@ -30,6 +30,27 @@ def _subset(tmp_path: Path, ids: list[str]) -> Path:
     return path
 
 
+def test_a_users_own_set_is_told_which_gold_ids_are_missing(shipped_store: Path, tmp_path):
+    """A mistyped gold id was counted ("1 of 2 gold papers are not in this store") but not
+    named; a question written as not answerable, without a type, was reported as factual."""
+    kvflow = "ace8d9c9b9c279d1"  # KVFlow's id: a hash of its abstract
+    own = tmp_path / "mine.jsonl"
+    own.write_text(
+        json.dumps({"id": "m1", "question": "What does KVFlow do?", "gold_papers": [kvflow]})
+        + "\n"
+        + json.dumps({"id": "m2", "question": "What does KVFlow cost?", "gold_papers": ["kvfl0w"],
+                      "answerable": False})
+        + "\n"
+    )  # fmt: skip
+    out = tmp_path / "run"
+    args = ["eval", "--set", str(own), "--out", str(out), "--store", str(shipped_store)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "1 of the eval set's 2 gold papers are not in this store (kvfl0w)" in result.stderr
+    rows = {r["id"]: r for r in json.loads((out / "results.json").read_text())["questions"]}
+    assert rows["m2"]["type"] == "unanswerable" and rows["m1"]["type"] == "factual"
+
+
 def test_offline_judge_separates_support_from_noise(embedder):
     judge = OfflineJudge(embedder)
     evidence = [

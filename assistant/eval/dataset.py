@@ -16,9 +16,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assistant.errors import InputFileError
 
@@ -33,11 +40,19 @@ class EvalItem(BaseModel):
     reference: list[str] = Field(default_factory=list)
     history: list[str] = Field(default_factory=list)
     pinned: bool | None = None
-    type: str = "factual"
+    type: str = "factual"  # "unanswerable" when not given and not answerable
     gold_labels: list[str] = Field(default_factory=list)
     paraphrase_of: str | None = None
     unanswerable_kind: str | None = None
     split: Literal["tune", "dev", "test"] = "tune"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_type(cls, data: Any) -> Any:
+        """A question written as not answerable is of that type unless it says otherwise."""
+        if isinstance(data, dict) and "type" not in data and data.get("answerable") is False:
+            return {**data, "type": "unanswerable"}
+        return data
 
     @field_validator("split", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
@@ -251,8 +252,11 @@ def _check_gold_papers(assistant: Assistant, items: list[Any], path: str, err: C
             "or pass --set with questions about this store's papers",
         )
     if len(found) < len(gold):
+        missing = [p for p in gold if p not in found]
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        named = escape(", ".join(missing[:5]) + more)
         err.print(
-            f"[bold yellow]warning:[/] {len(gold) - len(found)} of the eval set's {len(gold)} "
-            "gold papers are not in this store; questions about them will score low",
+            f"[bold yellow]warning:[/] {len(missing)} of the eval set's {len(gold)} "
+            f"gold papers are not in this store ({named}); questions about them will score low",
             highlight=False,
         )
