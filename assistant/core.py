@@ -16,7 +16,13 @@ import numpy as np
 from assistant.answer.chain import AnswerChain, OnStatus, Request, close_enough
 from assistant.answer.factory import make_provider
 from assistant.answer.llm.reply import Reasoning
-from assistant.answer.offline.metadata import asked_year, is_listing, topic_query
+from assistant.answer.offline.metadata import (
+    asked_author,
+    asked_year,
+    is_listing,
+    topic_query,
+    unrestricted,
+)
 from assistant.answer.offline.parts import holds, literal_terms
 from assistant.answer.offline.question import asked_terms, is_survey
 from assistant.answer.provider import Provider
@@ -509,7 +515,15 @@ class Assistant:
         ):
             filters = {**(filters or {}), "year": year}
             pinned = pinned or is_listing(asked)
-        if filters and not pinned and not asked_terms(asked):
+        author = asked_author(asked)  # "Which papers did John Smith write?": the same way
+        if (
+            author is not None
+            and "author" not in (filters or {})
+            and self.store.matching(Filter(author=author))
+        ):
+            filters = {**(filters or {}), "author": author}
+            pinned = pinned or is_listing(asked)
+        if filters and not pinned and not asked_terms(unrestricted(asked)):
             # "What do these papers find?" under a filter: the papers it keeps, when few
             kept = self._kept_by(filters)
             if 0 < len(kept) <= (k or self.settings.retrieval.k):

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from assistant import Assistant, load_settings
+from assistant.answer.offline.metadata import asked_author
 from assistant.answer.sources import render_source
 from assistant.cli.chat import ChatSession, run_chat
 from assistant.cli.main import main
@@ -161,6 +162,40 @@ def test_papers_from_a_year_lists_only_that_year(meta):
     topical = meta.ask("Which papers from 2024 retrieve soil moisture?")
     assert [c.paper_id for c in topical.citations] == ["soil-2024"]
     assert "Sentinel-1" in topical.text
+
+
+def test_papers_in_the_library_by_an_author_and_what_they_find(meta):
+    """As a user's trial asked them: "Which papers did John Smith write?" and "Which papers from
+    2024 are in the library?" were refused, "What do papers from 2024 find?" listed titles."""
+    by = meta.ask("Which papers did Bo Chen write?")
+    assert by.text.startswith("By Bo Chen: «") and [c.paper_id for c in by.citations] == [
+        "soil-2024"
+    ]
+    assert not meta.ask("Which papers did Bo Chen write in 2025?").citations  # none that year
+    library = meta.ask("Which papers from 2024 are in the library?")
+    assert library.text.startswith("From 2024: «")
+    assert {c.paper_id for c in library.citations} == {"soil-2024", "adafactor-2024"}
+    found = meta.ask("What do papers from 2024 find?")
+    assert not found.refused and "From 2024" not in found.text
+    assert {c.paper_id for c in found.citations} == {"soil-2024", "adafactor-2024"}
+    assert "Sentinel-1" in found.text or "converge" in found.text.lower()
+    by_name = meta.ask("What do the papers by Farah Khan find?")
+    assert [c.paper_id for c in by_name.citations] == ["adafactor-2024"]
+
+
+@pytest.mark.parametrize(
+    ("question", "author"),
+    [
+        ("Which papers did John Smith write?", "John Smith"),
+        ("Papers by Anna van der Berg on glaciers?", "Anna van der Berg"),
+        ("what has J. R. Smith published", "J. R. Smith"),
+        ("Which articles has Siobhán O'Neill co-authored?", "Siobhán O'Neill"),
+        ("Which papers speed up diffusion sampling?", None),
+        ("How does FlashAttention work by tiling?", None),
+    ],
+)
+def test_the_author_a_question_asks_about(question: str, author: str | None):
+    assert asked_author(question) == author
 
 
 def test_chat_show_and_sources_print_the_metadata(meta):

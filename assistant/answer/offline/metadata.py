@@ -17,9 +17,10 @@ from typing import Literal
 from assistant.answer.result import CANNOT_ANSWER
 from assistant.answer.sources import Context
 from assistant.retrieval.hybrid import Hit
+from assistant.store.filters import any_author
 from assistant.text.terms import analyze
 
-Kind = Literal["authors", "doi", "link", "venue", "year", "from_year"]
+Kind = Literal["authors", "doi", "link", "venue", "year", "from_year", "by_author"]
 
 _AUTHORS = re.compile(
     r"\bwho\b[^?.]{0,20}\b(?:wrote|write|writes|authored)\b|\bwho (?:are|were|is|was) the "
@@ -64,7 +65,33 @@ _ASKING_WORDS = set(
 )
 _LISTING_WORDS = (
     "paper abstract work article publication published appeared written list show give me which "
-    "what are were there any all from in of the year you have i do find tell"
+    "what are were there any all from in of the year you have i do find tell library collection "
+    "store corpus database here my our by did has write wrote author authored coauthored "
+    "co-authored publish"
+)
+# A name as people write it in a question: capitalised words, with the particles of surnames
+# ("Anna van der Berg", "J. R. Smith", "Siobhán O'Neill").
+_NAME_WORD = r"[A-ZÀ-Þ][\w'’.-]*"
+_PARTICLE = r"(?:van|von|der|den|de|del|della|da|di|du|la|le|dos|das|ten|ter)"
+_NAME = rf"(?:{_PARTICLE}\s+)*{_NAME_WORD}(?:\s+(?:{_PARTICLE}\s+)*{_NAME_WORD}){{0,3}}"
+_BY_AUTHOR = (
+    # "Which papers did John Smith write?", "what has J. Smith published?"
+    re.compile(
+        rf"\b(?i:papers?|articles?|abstracts?|works?|publications?|what)\b[^?]{{0,20}}?"
+        rf"\b(?i:did|has|have|had)\s+(?P<name>{_NAME})\s+(?i:write|wrote|written|author|"
+        r"authored|co-?author|co-?authored|publish|published)\b"
+    ),
+    # "papers by Anna van der Berg", "anything written by Smith"
+    re.compile(
+        rf"\b(?i:written|authored|co-?authored|papers?|articles?|abstracts?|works?|"
+        rf"publications?|anything)\s+(?i:by)\s+(?P<name>{_NAME})"
+    ),
+)
+# "What do papers from 2024 find?": about what they find, not which they are.
+_FINDINGS = re.compile(
+    r"\bwhat (?:do|does|did)\b[^?]{0,80}\b(?:find|found|show|report|propose|conclude|claim|"
+    r"discover|study|measure)\b",
+    re.IGNORECASE,
 )
 
 
@@ -77,7 +104,8 @@ def _listing_terms() -> frozenset[str]:
 @dataclass(frozen=True)
 class MetadataQuestion:
     kind: Kind
-    year: int | None = None  # the year asked for, for "from_year"
+    year: int | None = None  # the year asked for, for "from_year" (and "by_author")
+    author: str | None = None  # the author asked for, for "by_author"
 
 
 def asked_year(question: str) -> int | None:
@@ -86,11 +114,30 @@ def asked_year(question: str) -> int | None:
     return int(match.group(1)) if match and _ABOUT_PAPERS.search(question) else None
 
 
+def asked_author(question: str) -> str | None:
+    """The author in "Which papers did John Smith write?", "papers by A. van der Berg on
+    glaciers": a restriction on what to retrieve, as ``--filter author=`` is."""
+    for pattern in _BY_AUTHOR:
+        match = pattern.search(question)
+        if match:
+            return match.group("name").rstrip(".'’")
+    return None
+
+
+def unrestricted(question: str) -> str:
+    """The question without the year and the author it restricts papers to: "What do papers
+    by John Smith from 2024 find?" -> "What do papers by  from  find?"."""
+    author = asked_author(question)
+    return _YEAR.sub(" ", question.replace(author, " ") if author else question)
+
+
 def is_listing(question: str) -> bool:
-    """Asks only which papers are from a year, about no topic ("papers from 2024")."""
-    year = asked_year(question)
-    terms = set(analyze([_YEAR.sub(" ", question)])[0])
-    return year is not None and terms <= _listing_terms()
+    """Asks only which papers are from a year or by an author, about no topic ("papers from
+    2024", "Which papers did John Smith write?"), not what they find."""
+    year, author = asked_year(question), asked_author(question)
+    if (year is None and author is None) or _FINDINGS.search(question):
+        return False
+    return set(analyze([unrestricted(question)])[0]) <= _listing_terms()
 
 
 def parse(question: str) -> MetadataQuestion | None:
@@ -108,6 +155,9 @@ def parse(question: str) -> MetadataQuestion | None:
                 return None
             return MetadataQuestion(kind)
     if is_listing(question):
+        author = asked_author(question)
+        if author is not None:
+            return MetadataQuestion("by_author", asked_year(question), author)
         return MetadataQuestion("from_year", asked_year(question))
     return None
 
@@ -116,7 +166,7 @@ def topic_query(question: str) -> str:
     """What to search for: "who wrote the soil-moisture paper?" -> "soil-moisture". The asking
     words are not about any abstract, and would only dilute the match with the paper named."""
     about = parse(question)
-    if about is None or about.kind == "from_year":
+    if about is None or about.kind in ("from_year", "by_author"):
         return question
     words = [w.rstrip(".") for w in re.findall(r"\w[\w.+-]*", question)]
     return " ".join(w for w in words if w.lower() not in _ASKING_WORDS) or question
@@ -159,6 +209,15 @@ def answer(question: MetadataQuestion, context: Context) -> str:
             if hit.paper.year == question.year
         ]
         return f"From {question.year}: {', '.join(found)}." if found else CANNOT_ANSWER
+    if question.kind == "by_author" and question.author:
+        found = [
+            f"«{hit.label}» [{n}]"
+            for n, hit in enumerate(sources, start=1)
+            if any_author(hit.paper.authors, question.author)
+            and question.year in (None, hit.paper.year)
+        ]
+        when = f", from {question.year}" if question.year else ""
+        return f"By {question.author}{when}: {', '.join(found)}." if found else CANNOT_ANSWER
     if context.pinned:  # a follow-up about papers already chosen: all of them
         targets = list(range(1, len(sources) + 1))
     else:  # the papers the question names, else the best match
