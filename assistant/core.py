@@ -369,9 +369,14 @@ class Assistant:
             raise AssistantError(str(exc)) from exc
 
     def close_to(self, query: str, hits: list[Hit]) -> bool:
-        """Whether any of a search's papers is close enough to the query to answer from: what
-        ``ask`` refuses without (``llm.min_similarity``, a paper named, a literal condition)."""
-        return close_enough(query, hits, self.settings.llm.min_similarity)
+        """Whether any of a search's papers is close to the query: what ``ask`` refuses
+        without (``llm.min_similarity``, a paper named, a literal condition), or a paper
+        holding every word of it (a search is often a word or two: "ocean", whose vector
+        is close to little)."""
+        terms = asked_terms(query)
+        return close_enough(query, hits, self.settings.llm.min_similarity) or bool(
+            terms and any(holds(terms, hit) for hit in hits)
+        )
 
     # -- answers ----------------------------------------------------------------------------
     @property

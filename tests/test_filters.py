@@ -22,7 +22,7 @@ PAPERS = [
     Paper("a", "x.bib#1", "A", "Abstract a.", "Soil moisture from radar", ("Hans Müller",), 2021,
           "RSE", None, "10.1016/J.RSE.1"),
     Paper("b", "x.bib#2", "B", "Abstract b.", "Radar glaciers", ("Søren Okafor", "Li Wei"), 2023),
-    Paper("d", "y.ris#2", "D", "Abstract d.", None, ("O. Nakamura", "S. Jones"), 2020),
+    Paper("d", "y.ris#2", "D", "Abstract d.", None, ("O. Nakamura", "Siobhán O'Neill"), 2020),
     Paper("c", "y.ris#1", "C", "Abstract c.", None, ("J. R. Smith",), None, "Nature"),
 ]  # fmt: skip
 
@@ -110,6 +110,15 @@ def test_only_a_year_is_shown_compared():
     assert shown({"author": ">Smith", "year": ">2023"}) == "author=>Smith, year>2023"
 
 
+def test_a_source_file_given_as_a_path_is_its_name_and_filters_not_a_mapping_are_told():
+    assert filter_fields({"source_file": "/tmp/lib/extra.ris"}) == {"source_file": "extra.ris"}
+    assert filter_fields({"source_file": "C:\\lib\\extra.ris"}) == {"source_file": "extra.ris"}
+    assert filter_fields({"source_file": "extra.ris"}) == {"source_file": "extra.ris"}
+    for wrong in ("year=2024", ["year=2024"]):
+        with pytest.raises(ValueError, match=r"filters are a mapping of key to value, e\.g\."):
+            filter_fields(wrong)  # type: ignore[arg-type]
+
+
 def test_fold_ignores_case_and_accents():
     assert fold("Müller Søreide ÉCOLE Łódź") == "muller soreide ecole lodz"
 
@@ -138,7 +147,14 @@ def _catalog(path: Path) -> Catalog:
         ({"author": "S. Smith"}, set()),  # each word its own: S is not Smith's initial too
         ({"author": "R. J. Smith"}, {"c"}),
         ({"author": "L. W."}, {"b"}),  # initials alone: Li Wei
+        ({"author": "O'Neill"}, {"d"}),
+        ({"author": "oneill"}, {"d"}),  # as typed without the apostrophe (a user's trial)
+        ({"author": "ONeill"}, {"d"}),
+        ({"author": "Siobhan O'Neill"}, {"d"}),
+        ({"author": "O. Neill"}, {"d"}),
         ({"title": "radar"}, {"a", "b"}),
+        ({"title": "glacier"}, {"b"}),  # the title says "glaciers" (a user's trial)
+        ({"title": "radars"}, {"a", "b"}),
         ({"title": "radar soil"}, {"a"}),
         ({"doi": "doi:10.1016/j.rse.1"}, {"a"}),
         ({"year_min": 2022}, {"b"}),

@@ -52,7 +52,7 @@ from functools import cached_property
 import numpy as np
 
 from assistant.store.base import Filter, Match, paper_of
-from assistant.store.filters import names_match, venue_key, words
+from assistant.store.filters import name_words, names_match, venue_key, words
 
 # (paper_id, authors JSON, year, venue, source_file, n_chunks): ``Catalog.filter_rows``
 Row = tuple[str, str, int | None, str | None, str, int]
@@ -243,8 +243,10 @@ class Facets:
 
 
 def _name_words(name: str) -> list[str]:
-    """``filters.words``, with its answer for plain ASCII names computed the quick way."""
-    return re.findall(r"\w+", name.casefold()) if name.isascii() else words(name)
+    """``filters.name_words``, with its answer for plain ASCII names computed the quick way."""
+    if name.isascii() and "'" not in name and "`" not in name:
+        return re.findall(r"\w+", name.casefold())
+    return name_words(name)
 
 
 def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, dict[str, int]]:

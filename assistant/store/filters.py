@@ -2,10 +2,11 @@
 
 Keys: ``author=`` (any author; every word of the value is a word of that author's name, case
 and accents aside, an initial for any word it begins: ``author=muller`` and ``author=H. Müller``
-find "Hans Müller"), ``title=`` (every word in the
-title), ``year=2024``, ``year>=2023``, ``year>2023``, ``year<=2023``, ``year<2023``,
+find "Hans Müller"; ``author=oneill`` finds "O'Neill"), ``title=`` (every word in the
+title, singular or plural aside), ``year=2024``, ``year>=2023``, ``year>2023``,
+``year<=2023``, ``year<2023``,
 ``year=2021..2023``, ``venue=``, ``doi=`` (``https://doi.org/…`` or bare, any case),
-``source_file=``, ``paper_id=``. The same functions
+``source_file=`` (a file's name; a path is cut to it), ``paper_id=``. The same functions
 decide a match in SQL (the catalog registers them) and in memory (``Filter.accepts``).
 """
 
@@ -38,9 +39,24 @@ def words(text: str) -> list[str]:
     return re.findall(r"\w+", fold(text))
 
 
+def name_words(name: str) -> list[str]:
+    """A name's words, with each written with an apostrophe also joined up: "O'Neill" is "o",
+    "neill" and "oneill", so ``author=oneill`` and ``author=ONeill`` find it."""
+    found = words(name)
+    joined = words(re.sub(r"['’`]", "", name)) if re.search(r"['’`]", name) else []
+    return found + [w for w in joined if w not in found]
+
+
+def _singular(word: str) -> str:
+    """ "glaciers" -> "glacier": a title word asked for in the singular or the plural."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def has_words(text: str | None, wanted: str) -> bool:
-    """Every word of ``wanted`` is a word of ``text``."""
-    return bool(text) and set(words(wanted)) <= set(words(text or ""))
+    """Every word of ``wanted`` is a word of ``text``, singular or plural aside."""
+    if not text:
+        return False
+    return {_singular(w) for w in words(wanted)} <= {_singular(w) for w in words(text)}
 
 
 def names_match(name: str, wanted: str) -> bool:
@@ -49,7 +65,7 @@ def names_match(name: str, wanted: str) -> bool:
     Smith" finds "J Smith". Each word asked for is a different word of the name, and at least
     one word asked for in full is there in full: "Okafor" does not find "O. Nakamura", nor
     "S. Smith" "John Smith"."""
-    have = list(dict.fromkeys(words(name)))
+    have = list(dict.fromkeys(name_words(name)))
     asked = list(dict.fromkeys(words(wanted)))
     whole = [w for w in asked if len(w) > 1]
     if not have or not asked or (whole and not set(whole) & set(have)):
@@ -162,6 +178,11 @@ def add_filter(filters: Mapping[str, str], key: str, value: str) -> dict[str, st
 def filter_fields(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``Filter`` fields for ``{key: value}``; ``paper_id`` may be one id or a list of
     ids. Raises ValueError with one line that names the key or value to fix."""
+    if filters is not None and not isinstance(filters, Mapping):
+        raise ValueError(
+            f"filters are a mapping of key to value, e.g. {{'year': '>=2023', 'author': "
+            f"'Smith'}}, not a {type(filters).__name__}; keys: {FILTER_USAGE}"
+        )
     clean: dict[str, Any] = {}
     for key, value in (filters or {}).items():
         if key not in FILTER_KEYS:
@@ -173,6 +194,8 @@ def filter_fields(filters: Mapping[str, Any] | None) -> dict[str, Any]:
             clean["paper_ids"] = frozenset(str(v) for v in (value if many else [value]))
         elif key in ("author", "title") and not words(str(value)):
             raise ValueError(f"filter {key}={value!r} has no words to look for")
+        elif key == "source_file":  # a path as the shell completes it: its file's name
+            clean[key] = re.split(r"[\\/]", str(value).strip().rstrip("/\\"))[-1]
         else:
             clean[key] = str(value).strip()
     return clean
