@@ -126,6 +126,12 @@ CORPUS_LATEX = [
     (r"learns an $\varepsilon$-Nash equilibrium", "learns an ε-Nash equilibrium"),
     (r"strategy---or, \textit{policy}, in", "strategy—or, policy, in"),
     (r"regret of $O(\sqrt{T\log T})$ and", "regret of O(√(T log T)) and"),  # was "Tlog T"
+    # A user's library: "100 ^∘C", "Li_6PS_5Cl", "km^2" before.
+    (r"stable at 100~$^\circ$C for", "stable at 100°C for"),
+    (r"a Li$_6$PS$_5$Cl electrolyte", "a Li₆PS₅Cl electrolyte"),
+    (r"below 0.5 km$^2$ lost", "below 0.5 km² lost"),
+    (r"a rate of $10^{-3}$ per", "a rate of 10⁻³ per"),
+    (r"in $O(n^{1.5})$ time", "in O(n^1.5) time"),  # a decimal exponent stays as written
 ]
 
 
@@ -407,6 +413,6 @@ def test_latex_in_titles_is_shown_as_text(tmp_path: Path, monkeypatch):
     store = str(tmp_path / "store")
     assert run("ingest", str(tmp_path / "q.jsonl"), "--store", store)[0] == 0
     _, out, _ = run("search", "surface codes decoding", "--store", store)
-    assert "[1] Surface Codes: 𝒪(d^2) Decoding" in out and "\\mathcal" not in out
+    assert "[1] Surface Codes: 𝒪(d²) Decoding" in out and "\\mathcal" not in out
     _, out, _ = run("ask", "How are surface codes decoded?", "--store", store)
-    assert "Sources: [1] Surface Codes: 𝒪(d^2) Decoding" in out
+    assert "Sources: [1] Surface Codes: 𝒪(d²) Decoding" in out

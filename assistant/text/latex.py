@@ -90,7 +90,21 @@ def latex_to_text(text: str) -> str:
         out = converter.nodelist_to_text(nodes)
     except Exception:  # pylatexenc bugs on odd input: the source is still readable, show it
         return text
-    return out.replace("\xa0", " ")
+    out = out.replace("\xa0", " ")
+    return _scripts(out) if "$" in text else out
+
+
+_SUB = str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋")
+_SUP = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _scripts(text: str) -> str:
+    """Math's numeric sub- and superscripts as the characters for them, which pylatexenc
+    leaves as ``_6`` and ``^2``: "Li$_6$PS$_5$Cl" -> "Li₆PS₅Cl", "km$^2$" -> "km²",
+    "$10^{-3}$" -> "10⁻³", "100~$^\\circ$C" -> "100 °C" (a user's library)."""
+    text = re.sub(r"\s?\^∘", "°", text)
+    text = re.sub(r"(?<=\w)_(\d+)(?![.,]\d)", lambda m: m.group(1).translate(_SUB), text)
+    return re.sub(r"(?<=[\w)])\^(-?\d+)(?![.,]\d)", lambda m: m.group(1).translate(_SUP), text)
 
 
 class LatexStream:
