@@ -60,25 +60,6 @@ def test_broken_bibtex_entry_is_named_and_the_rest_read(tmp_path: Path):
     assert len(problems) == 1 and "line 1 is not valid BibTeX" in str(problems[0])
 
 
-def test_and_others_is_et_al_not_an_author(tmp_path: Path):
-    """A user's trial: "and others" was stored as an author named "others"."""
-    path = tmp_path / "lib.bib"
-    path.write_text(
-        "@article{big, title={Many Hands}, author={Doe, Jane and Roe, Rick and others},\n"
-        "  abstract={A complete entry about river ice and many authors.}}\n",
-        encoding="utf-8",
-    )
-    (paper,), problems = load_file(path)
-    assert paper.authors == ("Jane Doe", "Rick Roe") and not problems
-    csv = tmp_path / "lib.csv"
-    csv.write_text(
-        'title,authors,abstract\nMany,"Doe, Jane and Roe, Rick and others",A river ice entry.\n',
-        encoding="utf-8",
-    )
-    (row,), _ = load_file(csv)
-    assert row.authors == ("Jane Doe", "Rick Roe")
-
-
 def test_zotero_ris():
     papers, warnings = _by_id(FORMATS / "zotero.ris")
     (drought,) = papers.values()

@@ -56,7 +56,7 @@ _PARTICLES = frozenset(
     "van von der den de da del della di du la le ten ter bin ibn al el dos das".split()
 )
 _INITIALS = re.compile(r"(?:[A-Z]\.?-?)+")
-_ET_AL = re.compile(r",?\s+(?:et\s+al\.?|and\s+others)\s*$", re.IGNORECASE)
+_ET_AL = re.compile(r",?\s+et\s+al\.?\s*$", re.IGNORECASE)
 
 
 def _initials(words: Sequence[str]) -> bool:

@@ -60,8 +60,7 @@ def _record(entry: Any) -> dict[str, Any]:
     return {
         "id": entry.key,
         "title": get("title"),
-        # "and others" is BibTeX's "et al.", not an author named "others".
-        "authors": [text(n) for n in names if text(n) and text(n).casefold() != "others"],
+        "authors": [text(n) for n in names if text(n)],
         "year": year_in(get("year", "date")),
         "venue": get("journal", "journaltitle", "booktitle", "howpublished", "school") or None,
         "doi": clean_doi(get("doi")),
