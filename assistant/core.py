@@ -505,29 +505,22 @@ class Assistant:
     ) -> Request:
         """The chain's request. Papers chosen by id (a ``paper_id`` filter: a follow-up about
         earlier answers, ``/show``) are pinned: they are what the question is about. A question
-        about papers from a year ("papers from 2024 on X") searches only that year when the
-        store has papers from it; a bare listing ("papers from 2024") is pinned too: those
+        about papers from a year ("papers from 2024 on X") or by an author searches only those
+        when the store has any; a bare listing ("papers from 2024") is pinned too: those
         papers are the answer, however little they resemble it. So is a question about no topic
         under a filter that keeps at most k papers ("What do these papers find?")."""
         question = check_query(question)
         pinned = bool(filters and filters.get("paper_id"))
         asked = search_query or question
-        year = asked_year(asked)
-        if (
-            year is not None
-            and "year" not in (filters or {})
-            and self.store.matching(Filter(year=year))
-        ):
-            filters = {**(filters or {}), "year": year}
-            pinned = pinned or is_listing(asked)
-        author = asked_author(asked)  # "Which papers did John Smith write?": the same way
-        if (
-            author is not None
-            and "author" not in (filters or {})
-            and self.store.matching(Filter(author=author))
-        ):
-            filters = {**(filters or {}), "author": author}
-            pinned = pinned or is_listing(asked)
+        # "papers from 2024 on X", "Which papers did John Smith write?": a year or an author
+        # the store has papers of restricts the search, as --filter does.
+        said: dict[str, Any] = {"year": asked_year(asked), "author": asked_author(asked)}
+        for key, value in said.items():
+            if value is None or key in (filters or {}):
+                continue
+            if self.store.matching(Filter(**{key: value})):
+                filters = {**(filters or {}), key: value}
+                pinned = pinned or is_listing(asked)
         if filters and not pinned and not asked_terms(unrestricted(asked)):
             # "What do these papers find?" under a filter: the papers it keeps, when few
             kept = self._kept_by(filters)
