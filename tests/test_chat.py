@@ -231,6 +231,7 @@ def test_new_forgets_follow_ups_but_save_and_bib_keep_every_answer(shipped, tmp_
     saved = transcript.read_text()
     assert saved.index("## 1. What does KVFlow do?") < saved.index("_(/new: the questions")
     assert saved.index("_(/new: the questions") < saved.index("## 2. What does LeMiCa do?")
+    assert "Sources: [1] KVFlow (004_cebd1b31328fe8e6.txt, abstract 2)" in saved  # not file#2
     (reference,) = [line for line in saved.splitlines() if line.startswith("- **KVFlow**")]
     assert "2025 · NeurIPS" in reference, reference
     assert "2 cited paper(s) written to" in out.getvalue()

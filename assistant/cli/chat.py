@@ -356,8 +356,7 @@ class ChatSession:
                 lines.append("")
             if turn.answer.citations:
                 lines.append(
-                    "Sources: "
-                    + "; ".join(f"[{c.n}] {c.label} ({c.source})" for c in turn.answer.citations)
+                    "Sources: " + "; ".join(_cited(turn.answer, c) for c in turn.answer.citations)
                 )
                 lines.append("")
             for c in turn.answer.citations:
@@ -381,6 +380,13 @@ def pinned_line(papers: list[Citation]) -> str:
         f"(a follow-up, searched in the last answer's {names} only; /new, or a question "
         "that names its subject, searches every paper)"
     )
+
+
+def _cited(answer: Answer, citation: Citation) -> str:
+    """'[1] KVFlow (004_cebd1b31328fe8e6.txt, abstract 2)': where a reader finds the paper."""
+    paper = answer.paper_of(citation)
+    where = paper.location if paper is not None else citation.source
+    return f"[{citation.n}] {latex_to_text(citation.label)} ({where})"
 
 
 def _shown(filters: dict[str, Any] | None) -> str:
