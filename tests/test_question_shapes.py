@@ -17,7 +17,13 @@ from click.testing import CliRunner
 
 from assistant import Assistant, Paper, load_settings
 from assistant.answer.chain import AnswerChain, Request
-from assistant.answer.offline.parts import asked_acronym, expansion, refers_back, split
+from assistant.answer.offline.parts import (
+    alternatives,
+    asked_acronym,
+    expansion,
+    refers_back,
+    split,
+)
 from assistant.answer.result import CANNOT_ANSWER
 from assistant.cli.main import main
 from assistant.retrieval.hybrid import Hit
@@ -171,6 +177,33 @@ def library(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Assi
     with Assistant(load_settings(store={"path": store}), embedder=embedder) as assistant:
         assert assistant.ingest([DATA / "library.csv"]).added == 10
         yield assistant
+
+
+def test_a_survey_of_either_topic_is_answered_by_a_paper_on_one(library):
+    """A user's trial: "Which papers study the ocean or marine life?" was refused because the
+    oyster paper does not mention "marine life": either topic's words will do."""
+    answer = library.ask("Which papers study the gut microbiome or circadian rhythms?")
+    assert not answer.refused and cited(answer) == ["Gut microbiome and sleep quality"]
+    assert library.ask("Which papers study insomnia or narcolepsy?").refused  # neither
+
+
+@pytest.mark.parametrize(
+    ("question", "either"),
+    [
+        ("Which papers study the ocean or marine life?",
+         ["Which papers study the ocean?", "Which papers study marine life?"]),
+        ("Which papers are about 3D or 4D generation?",
+         ["Which papers are about 3D generation?", "Which papers are about 4D generation?"]),
+        ("Which papers propose new optimizers or analyse convergence?",
+         ["Which papers propose new optimizers?", "Which papers analyse convergence?"]),
+        ("Which papers tackle hallucinations in language or vision-language models?", []),
+        ("Which papers evaluate or improve machine translation?", []),
+        ("Which papers use brain recordings such as fMRI or EEG?", []),
+        ("Does KVFlow use LRU or LFU?", []),
+    ],
+)  # fmt: skip
+def test_the_alternatives_of_a_survey(question: str, either: list[str]):
+    assert alternatives(question) == either
 
 
 def test_a_half_no_paper_answers_is_told_even_after_a_paper_far_ahead(library):

@@ -35,6 +35,7 @@ from assistant.answer.offline.metadata import answer as answer_from_metadata
 from assistant.answer.offline.metadata import parse as metadata_question
 from assistant.answer.offline.parts import (
     Part,
+    alternatives,
     asked_acronym,
     asks_definition,
     defines,
@@ -530,7 +531,9 @@ class ExtractiveProvider(Provider):
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
-        share = coverage(terms, idf_weights(terms, self.rarity), text)
+        # "Which papers study the ocean or marine life?": either topic's words will do.
+        either = [asked_terms(a, names) for a in alternatives(context.question)]
+        share = max(coverage(t, idf_weights(t, self.rarity), text) for t in [terms, *either])
         if share >= self.min_coverage:
             return None
         similarity = max((c.similarity for c in candidates if c.source in read), default=-1.0)

@@ -94,6 +94,58 @@ def split(question: str) -> list[Part]:
     ]
 
 
+# The word a survey's topic follows ("Which papers study | X or Y?", "… are about | X or Y").
+_LEADS = frozenset(
+    "study studies use uses using about on in into of with for address addresses propose "
+    "proposes examine examines investigate investigates consider considers measure measures "
+    "analyse analyses analyze analyzes apply applies report reports describe describes explore "
+    "explores model models predict predicts detect detects focus tackle tackles improve "
+    "improves evaluate evaluates compare compares discuss discusses involve involves".split()
+)
+_OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_NOT_ALTERNATIVES = re.compile(
+    r"\b(?:either|whether|more or less|or not|and/or|or so|such as|for example|for instance|"
+    r"e\.g\.|including|like)\b|\b(?:what|how|who|which|when|where|why)\b[^?]*\bor\b[^?]*"
+    r"\b(?:what|how|who|which|when|where|why)\b",
+    re.IGNORECASE,
+)
+
+
+def alternatives(question: str) -> list[str]:
+    """ "Which papers study the ocean or marine life?" -> "Which papers study the ocean?",
+    "Which papers study marine life?": the topics a survey asks about either of; empty when it
+    is not such a survey, or when where the alternatives begin cannot be told ("language or
+    vision-language models", "evaluate or improve X")."""
+    text = question.strip().rstrip("?").strip()
+    pieces = _OR.split(text)
+    if len(pieces) != 2 or not is_survey(text) or _NOT_ALTERNATIVES.search(text):
+        return []
+    left, right = pieces
+    words, rest = left.split(), right.split()
+    leads = [i for i, w in enumerate(words) if w.lower().strip(",") in _LEADS]
+    if not leads or len(rest) > 6 or not asked_terms(right):
+        return []
+    if rest[0].lower() in _LEADS:  # "… propose optimizers or analyse convergence"
+        if len(words) - leads[0] < 3:
+            return []  # "evaluate or improve X": two verbs of one object
+        head = words[: leads[0]]
+    else:
+        head = words[: leads[-1] + 1]
+    first = words[len(head) :]
+    if not head or not asked_terms(" ".join(first)):
+        return []
+    if len(first) == 1 and len(rest) > 1:
+        if not (_modifier(first[0]) and _modifier(rest[0])):
+            return []  # whether the second's noun is the first's too cannot be told
+        first = [first[0], *rest[1:]]  # "3D or 4D generation": it is
+    return [f"{' '.join([*head, *first])}?", f"{' '.join(head)} {right}?"]
+
+
+def _modifier(word: str) -> bool:
+    """A word like "3D", "LLM": a modifier that shares the noun after it."""
+    return any(c.isdigit() for c in word) or (len(word) > 1 and word.isupper())
+
+
 def _points_back(part: str) -> bool:
     """ "…, and on which outcome?", "… and by how much?": a part that opens with a preposition
     continues the first part's clause, as one with "it" or "their" does."""
