@@ -361,8 +361,7 @@ class ChatSession:
                 lines.append("")
             for c in turn.answer.citations:
                 text = latex_to_text(c.text)
-                paper = turn.answer.paper_of(c)
-                about = render.describe(paper) if paper is not None else c.source
+                about = render.described(turn.answer, c)
                 references.setdefault(
                     c.paper_id,
                     f"- **{latex_to_text(c.label)}** — {about} — id `{c.paper_id}`  \n"

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assistant.answer.llm.reply import Reasoning
-from assistant.answer.result import CANNOT_ANSWER, Answer, Usage
+from assistant.answer.result import CANNOT_ANSWER, Answer, Citation, Usage
 from assistant.cli.terminal import Waiting, WordWrapper
 from assistant.ingest.corpus import Paper
 from assistant.ingest.pipeline import IngestReport
@@ -142,13 +142,16 @@ def highlight_citations(text: str) -> Text:
     return out
 
 
+def described(answer: Answer, citation: Citation) -> str:
+    """The cited paper as ``describe`` gives it, or its source when the answer lacks it."""
+    paper = answer.paper_of(citation)
+    return describe(paper) if paper is not None else citation.source
+
+
 def sources_line(answer: Answer) -> Text:
     if not answer.citations:
         return Text("")
-    parts = []
-    for c in answer.citations:
-        paper = answer.paper_of(c)
-        parts.append(f"[{c.n}] {latex_to_text(c.label)} · {describe(paper) if paper else c.source}")
+    parts = [f"[{c.n}] {latex_to_text(c.label)} · {described(answer, c)}" for c in answer.citations]
     line = Text("Sources: ", style="bold")
     line.append(("\n" + " " * len("Sources: ")).join(parts))  # one source per line
     line.highlight_regex(_MARK, "bold cyan")
