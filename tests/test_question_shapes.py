@@ -188,10 +188,53 @@ def test_a_survey_of_either_topic_is_answered_by_a_paper_on_one(library):
 
 
 @pytest.mark.parametrize(
+    ("question", "cited_labels"),
+    [
+        ("Which papers study microplastics or street trees?",
+         ["Microplastics in drinking water", "Urban heat islands and street trees"]),
+        ("Which papers study warehouse robots or sleep?",
+         ["Reinforcement learning for warehouse robot routing",
+          "Gut microbiome and sleep quality"]),
+    ],
+)  # fmt: skip
+def test_each_topic_of_an_either_survey_is_answered(library, question, cited_labels):
+    """Judged against the whole question, a paper on one topic holds half of what is asked, and
+    the survey bar left it out: the first was refused, the second cited the robots paper only.
+    Each topic is now also asked as a question of its own, with its own search."""
+    answer = library.ask(question)
+    assert sorted(cited(answer)) == sorted(cited_labels)
+    assert answer.warnings == []
+    assert {h.label for h in answer.retrieved} >= set(cited_labels)  # what a model would read
+
+
+def test_a_topic_of_an_either_survey_no_paper_is_about_is_told(library):
+    answer = library.ask("Which papers study batteries or insomnia?")
+    assert cited(answer) == ["Solid-state lithium battery electrolytes"]
+    assert [w for w in answer.warnings if "«Which papers study insomnia?»" in w]
+
+
+@pytest.mark.parametrize(
     ("question", "either"),
     [
         ("Which papers study the ocean or marine life?",
          ["Which papers study the ocean?", "Which papers study marine life?"]),
+        ("Which papers study coral reefs or glaciers?",
+         ["Which papers study coral reefs?", "Which papers study glaciers?"]),
+        ("Which papers study honeybees or quantum computing?",
+         ["Which papers study honeybees?", "Which papers study quantum computing?"]),
+        ("Which papers propose benchmarks for generated images or videos?",
+         ["Which papers propose benchmarks for generated images?",
+          "Which papers propose benchmarks for generated videos?"]),
+        ("Which papers use autoregressive models for generation, segmentation or watermarking?",
+         ["Which papers use autoregressive models for generation?",
+          "Which papers use autoregressive models for segmentation?",
+          "Which papers use autoregressive models for watermarking?"]),
+        ("Which papers train with a contrastive objective or analyse contrastive learning?",
+         ["Which papers train with a contrastive objective?",
+          "Which papers analyse contrastive learning?"]),
+        # Where the first topic begins is unclear: "diffusion models when training data is
+        # scarce" or only "scarce"?
+        ("Which papers study diffusion models when training data is scarce or imbalanced?", []),
         ("Which papers are about 3D or 4D generation?",
          ["Which papers are about 3D generation?", "Which papers are about 4D generation?"]),
         ("Which papers propose new optimizers or analyse convergence?",

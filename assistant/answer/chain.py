@@ -17,7 +17,7 @@ from assistant.answer.citations import CheckedText, check_citations, cited_numbe
 from assistant.answer.llm.pricing import estimate_cost
 from assistant.answer.llm.refusals import is_refusal as declines
 from assistant.answer.llm.reply import Reasoning
-from assistant.answer.offline.parts import holds_literal, split
+from assistant.answer.offline.parts import alternatives, holds_literal, split
 from assistant.answer.prompts import render
 from assistant.answer.provider import Provider, StreamWarning
 from assistant.answer.renumber import Renumberer, in_order_of_citation
@@ -75,6 +75,15 @@ def nearest_papers(
     return f" Nearest abstracts found: {names}."
 
 
+def _joined(hits: list[Hit], more: list[Hit]) -> list[Hit]:
+    """``hits``, then the papers of ``more`` not among them, ranked after them."""
+    found = {hit.paper_id: hit for hit in hits}
+    for hit in more:
+        if hit.paper_id not in found:
+            found[hit.paper_id] = replace(hit, rank=len(found) + 1)
+    return list(found.values())
+
+
 def _sum_usage(a: Usage, b: Usage) -> Usage:
     return Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
@@ -127,16 +136,31 @@ class AnswerChain:
             )
         query = request.search_query or request.question
         hits = self.search(query, request.k, request.filters)
+        either: list[tuple[str, list[Hit]]] = []
+        own = 0
         if not request.pinned:
             hits = self._with_each_part(query, hits, request.filters)
-        relevant = (request.pinned and bool(hits)) or close_enough(
-            query, hits, self.settings.min_similarity
+            either = [(a, self.search(a, request.k, request.filters)) for a in alternatives(query)]
+            own = len(hits)
+            hits = _joined(hits, [hit for _, found in either for hit in found])
+        relevant = (request.pinned and bool(hits)) or any(
+            close_enough(asked, found, self.settings.min_similarity)
+            for asked, found in [(query, hits), *either]
         )
         if not relevant:
             return hits, None
         budget = self.settings.context_tokens if self.provider.prompts_model else None
         context = build_context(query, hits, budget, self.count, pinned=request.pinned)
         context = replace(context, limit=request.limit)
+        if budget is None and either:  # quoted topic by topic; a model reads the question whole
+            context = replace(
+                context,
+                own=own,
+                alternatives=tuple(
+                    replace(build_context(a, found, None, self.count), limit=request.limit)
+                    for a, found in either
+                ),
+            )
         return hits, context if context.sources else None
 
     def _with_each_part(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from assistant.retrieval.hybrid import Hit
 from assistant.text.untrusted import neutralise
@@ -39,6 +39,16 @@ class Context:
     # A half of a question in parts that does not point back at the first half's papers: the
     # sources' search scores are the whole question's, not this half's.
     part: bool = False
+    # "Which papers study coral reefs or glaciers?": each topic asked as a question of its own,
+    # with its own search (the sources hold their papers too); empty for any other question.
+    alternatives: tuple[Context, ...] = ()
+    own: int = 0  # then: the first ``own`` sources are the whole question's search (0: all)
+
+    def as_asked(self) -> Context:
+        """The whole question with the papers its own search found, not its topics'."""
+        if not self.own:
+            return self
+        return replace(self, sources=self.sources[: self.own], alternatives=(), own=0)
 
 
 def render_source(n: int, hit: Hit, body: str) -> str:

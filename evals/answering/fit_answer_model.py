@@ -84,6 +84,7 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> list[Paper]:
     papers = []
     for item in items:
         _, context = chain.retrieve(Request(item.question, assistant.settings.retrieval.k))
+        context = context and context.as_asked()  # without the papers of its topics' searches
         if context is None:
             continue
         candidates, _ = provider.rank(context)

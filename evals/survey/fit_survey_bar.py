@@ -51,6 +51,7 @@ def collect(assistant: Assistant, items: list[EvalItem]) -> Rows:
     rows: Rows = []
     for item in items:
         _, context = chain.retrieve(Request(item.question, k))
+        context = context and context.as_asked()  # without the papers of its topics' searches
         if context is None or decided_otherwise(provider, context):
             continue
         candidates, _ = provider.rank(context)

@@ -81,6 +81,7 @@ def collect(assistant: Assistant, items: list) -> list[Row]:
     rows: list[Row] = []
     for item in items:
         _, context = chain.retrieve(Request(item.question, k))
+        context = context and context.as_asked()  # without the papers of its topics' searches
         if context is None:
             continue
         candidates, vectors = provider.rank(context)

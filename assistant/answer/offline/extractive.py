@@ -40,6 +40,7 @@ from assistant.answer.offline.parts import (
     asks_definition,
     defines,
     expansion,
+    holds,
     literal_terms,
     presents,
     refers_back,
@@ -574,6 +575,10 @@ class ExtractiveProvider(Provider):
         )
 
     def stream(self, context: Context) -> Iterator[Piece]:
+        if context.alternatives:
+            yield from self._stream_alternatives(context)
+            yield Usage(estimated=False, cost_usd=0.0)
+            return
         parts = split(_in_own_words(context))
         if len(parts) > 1:
             yield from self._stream_parts(context, parts)
@@ -595,6 +600,42 @@ class ExtractiveProvider(Provider):
             if more := self.more_than_shown(context, ranked[0]):
                 yield more
         yield Usage(estimated=False, cost_usd=0.0)
+
+    def _stream_alternatives(self, context: Context) -> Iterator[Piece]:
+        """ "Which papers study coral reefs or glaciers?": the whole question answered, then
+        each topic as a question of its own (its own search and survey bar: against the whole
+        question, the glacier paper holds a third of what is asked). A paper only a topic
+        finds is quoted when it holds every word of that topic's question (a paper on
+        generation alone does not answer "autoregressive models of images, for generation or
+        watermarking"); a topic the abstracts do not answer is said so."""
+        asked = context.as_asked()
+        ranked = self.rank(asked)
+        picked, reason = self.answer_part(asked, ranked=ranked)
+        more = self.more_than_shown(asked, ranked[0]) if picked else None
+        number = {hit.paper_id: n for n, hit in enumerate(context.sources, start=1)}
+        unanswered: list[StreamWarning] = []
+        for alternative in context.alternatives:
+            ids = [number[hit.paper_id] for hit in alternative.sources]
+            found, why = self.answer_part(alternative)
+            quoted, terms = {c.source for c in picked}, asked_terms(alternative.question)
+            picked += [
+                replace(c, source=ids[c.source - 1])
+                for c in found
+                if ids[c.source - 1] not in quoted
+                and holds(terms, alternative.sources[c.source - 1])
+            ]
+            if why is not None:
+                text = f"the abstracts do not answer «{alternative.question}»: {why.text}"
+                unanswered.append(StreamWarning(text, tuple(ids[n - 1] for n in why.papers)))
+        if not picked:
+            if reason is not None:
+                yield reason
+            yield CANNOT_ANSWER
+            return
+        yield from unanswered
+        yield _quotes(context, sorted(picked, key=lambda c: (c.source, c.position)))
+        if more is not None:
+            yield more
 
     def answer_part(
         self,

@@ -99,9 +99,11 @@ _LEADS = frozenset(
     "study studies use uses using about on in into of with for address addresses propose "
     "proposes examine examines investigate investigates consider considers measure measures "
     "analyse analyses analyze analyzes apply applies report reports describe describes explore "
-    "explores model models predict predicts detect detects focus tackle tackles improve "
-    "improves evaluate evaluates compare compares discuss discusses involve involves".split()
+    "explores predict predicts detect detects focus tackle tackles improve improves evaluate "
+    "evaluates compare compares discuss discusses involve involves to".split()
 )
+_WHO = frozenset("papers works studies articles that which".split())  # "Which papers (that) …"
+_LONGEST = 5  # words of an alternative said after its lead: longer, where it begins is unclear
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
 _NOT_ALTERNATIVES = re.compile(
     r"\b(?:either|whether|more or less|or not|and/or|or so|such as|for example|for instance|"
@@ -128,17 +130,42 @@ def alternatives(question: str) -> list[str]:
     if rest[0].lower() in _LEADS:  # "… propose optimizers or analyse convergence"
         if len(words) - leads[0] < 3:
             return []  # "evaluate or improve X": two verbs of one object
-        head = words[: leads[0]]
+        # The verbs follow "Which papers" ("train with X or analyse Y").
+        subject = [i for i, w in enumerate(words[: leads[0] + 1]) if w.lower() in _WHO]
+        head = words[: subject[-1] + 1] if subject else words[: leads[0]]
     else:
         head = words[: leads[-1] + 1]
     first = words[len(head) :]
-    if not head or not asked_terms(" ".join(first)):
+    if not head or not asked_terms(" ".join(first)) or len(first) > _LONGEST:
         return []
     if len(first) == 1 and len(rest) > 1:
-        if not (_modifier(first[0]) and _modifier(rest[0])):
-            return []  # whether the second's noun is the first's too cannot be told
-        first = [first[0], *rest[1:]]  # "3D or 4D generation": it is
-    return [f"{' '.join([*head, *first])}?", f"{' '.join(head)} {right}?"]
+        if _modifier(first[0]) and _modifier(rest[0]):
+            first = [first[0], *rest[1:]]  # "3D or 4D generation": the noun is shared
+        elif not _plural(first[0]):
+            return []  # "language or vision-language models": shared or not cannot be told
+    if len(rest) == 1 and len(first) > 1 and _describes(first[-2]):
+        right = " ".join([*first[:-1], right])  # "generated images or videos": both generated
+    said = " ".join(head)
+    listed = [item.strip() for item in " ".join(first).split(",") if item.strip()]
+    if len(listed) > 1 and all(len(item.split()) <= 3 for item in listed):
+        return [f"{said} {item}?" for item in [*listed, right]]  # "for X, Y or Z"
+    return [f"{' '.join([*head, *first])}?", f"{said} {right}?"]
+
+
+_DESCRIBING = re.compile(r"(?:ed|ive|ous|ful|less|able|ible)$|-", re.IGNORECASE)
+
+
+def _describes(word: str) -> bool:
+    """ "generated", "interpretable", "medium-range": a word that describes the noun after it, so a
+    one-word alternative to that noun shares it ("generated images or videos"); "coral" in
+    "coral reefs or glaciers" does not."""
+    return bool(_DESCRIBING.search(word)) and not _plural(word)
+
+
+def _plural(word: str) -> bool:
+    """ "honeybees", "glaciers": a noun of its own, not a modifier of the next topic's noun."""
+    word = word.lower()
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 def _modifier(word: str) -> bool:
