@@ -59,6 +59,14 @@ def test_a_detail_the_abstract_does_not_state_is_refused(shipped, question, miss
     assert any("the closest abstract" in w and missing in w for w in answer.warnings)
 
 
+def test_a_question_about_what_no_abstract_names_is_refused_though_one_paper_stands_out(shipped):
+    """Bubbleformer stands far ahead in the search on "boiling", and standing out used to say
+    the question was about it in other words: it was quoted. "Mercury" is in no abstract."""
+    answer = shipped.ask("What is the boiling point of mercury?")
+    assert answer.refused and answer.citations == []
+    assert any("«Bubbleformer»" in w and "mercury" in w for w in answer.warnings)
+
+
 @pytest.mark.parametrize(
     ("question", "label"),
     [

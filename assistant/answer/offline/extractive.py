@@ -541,18 +541,31 @@ class ExtractiveProvider(Provider):
         if not named and similarity >= self.confident_similarity:
             return None
         present = set(analyze([text])[0])
-        # Standing out says which paper is meant, not that it says which X ("which optimizer").
+        absent = [t for t in terms if t not in present]
+        # Standing out says which paper is meant, not that it says which X ("which optimizer"),
+        # nor that a question about what no abstract names ("the boiling point of mercury":
+        # Bubbleformer, far ahead on "boiling") is asked in other words.
         if (
             not named
             and self._stands_out(context, top)
             and all(t in present for t in asked_kind(context.question))
+            and not self._unheard_of(terms, absent)
         ):
             return None
-        missing = ", ".join(surface(context.question, [t for t in terms if t not in present]))
+        missing = ", ".join(surface(context.question, absent))
         if len(read) > 1:
             labels = " and ".join(f"«{context.sources[s - 1].label}»" for s in sorted(read))
             return f"{labels}, the likeliest abstracts, do not mention: {missing}"
         return f"«{hit.label}», the closest abstract, does not mention: {missing}"
+
+    def _unheard_of(self, terms: list[str], absent: list[str]) -> bool:
+        """A third or more of the question's terms are in no abstract of the store: what it
+        asks about is not here ("mercury"). A question in other words than its abstract uses
+        a few such words among many (eval: at most a fifth)."""
+        if not absent or self.rarity is None:
+            return False
+        counts, _ = self.rarity(absent)
+        return 3 * sum(not counts.get(t) for t in absent) >= len(terms)
 
     def _stands_out(self, context: Context, top: int) -> bool:
         """A one-paper question whose search ranked this paper first, at least ``standout``
