@@ -67,9 +67,10 @@ def test_trickling_server_ends_at_the_deadline(store, server, monkeypatch, inter
     result = _ask(store, server)
     waited = time.monotonic() - server.received[0]
     assert result.exit_code == 1, result.output
-    # Upper bounds here leave room for a loaded machine (the tests run beside others); what
-    # they catch takes far longer: the 30 s stall, or another timeout per retry.
-    assert 1.9 < waited < 4, waited
+    # Both bounds leave room for a loaded machine (the tests run beside others): the deadline
+    # starts when the client sends, which the server may see 0.2 s later (1.80 s was measured
+    # once). What they catch is far off: half the deadline, the 30 s stall, a timeout per retry.
+    assert 1.5 < waited < 4, waited
     assert len(server.requests) == 1  # no retry once the deadline has passed
     error = result.stderr.strip()
     assert len(error.splitlines()) == 1 and "Traceback" not in result.output
@@ -98,7 +99,7 @@ def test_a_model_that_stalls_mid_answer_is_cut_off(store, server, monkeypatch):
     result = _ask(store, server)
     waited = time.monotonic() - server.received[0]
     assert result.exit_code == 1, result.output
-    assert 1.9 < waited < 4, waited
+    assert 1.5 < waited < 4, waited  # as above
     error = result.stderr.strip().splitlines()[-1]
     assert "stopped answering: nothing more for 2 s" in error and "ASSISTANT_LLM__TIMEOUT" in error
 
