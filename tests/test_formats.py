@@ -50,6 +50,7 @@ def test_zotero_bibtex():
 def test_broken_bibtex_entry_is_named_and_the_rest_read(tmp_path: Path):
     path = tmp_path / "mendeley.bib"
     path.write_text(
+        '@string{j = "Journal"}\n'
         "@article{broken,\n  title = {Never closed,\n  abstract = {Lost.}\n\n"
         "@article{good, title={Fine}, author={Doe, Jane}, year=2020,\n"
         "  abstract={A complete entry about river ice.}}\n",
@@ -57,7 +58,10 @@ def test_broken_bibtex_entry_is_named_and_the_rest_read(tmp_path: Path):
     )
     papers, problems = load_file(path)
     assert [p.paper_id for p in papers] == ["good"]
-    assert len(problems) == 1 and "line 1 is not valid BibTeX" in str(problems[0])
+    assert len(problems) == 1 and "line 2 is not valid BibTeX" in str(problems[0])
+    # The second entry in the file, the broken one counted (a user looking for "entry 1"
+    # found the broken one), the @string macro not.
+    assert papers[0].reference == "mendeley.bib, entry 2"
 
 
 def test_zotero_ris():

@@ -86,7 +86,7 @@ def rows(handle: TextIO, name: str, notes: list[str]) -> Iterator[Row]:
         line = (block.start_line or 0) + 1
         yield 0, f"the entry at line {line} is not valid BibTeX ({_reason(block)}); skipped"
     skipped: list[str] = []
-    for position, entry in enumerate(library.entries, start=1):
+    for position, entry in _numbered(library.blocks):
         record = _record(entry)
         if not record["abstract"]:
             skipped.append(entry.key)
@@ -95,6 +95,21 @@ def rows(handle: TextIO, name: str, notes: list[str]) -> Iterator[Row]:
     note = no_abstract_note(name, skipped)
     if note:
         notes.append(note)
+
+
+def _numbered(blocks: list[Any]) -> Iterator[tuple[int, Any]]:
+    """Each entry with its number among the file's entries, those the parser could not read
+    counted too (else "entry 3" would name the fourth entry after a broken one)."""
+    from bibtexparser.model import Entry, ParsingFailedBlock
+
+    number = 0
+    for block in blocks:
+        raw = (getattr(block, "raw", "") or "").lstrip().lower()
+        macro = raw.startswith(("@string", "@comment", "@preamble"))
+        if isinstance(block, Entry) or (isinstance(block, ParsingFailedBlock) and not macro):
+            number += 1
+            if isinstance(block, Entry):
+                yield number, block
 
 
 def _reason(block: Any) -> str:
