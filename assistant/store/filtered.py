@@ -213,7 +213,11 @@ class Facets:
         self._index_authors()
         assert self._authors is not None
         names: set[str] | None = None
-        for word in set(words(wanted)):
+        asked = list(dict.fromkeys(words(wanted)))
+        initials = [w for w in asked if len(w) == 1]
+        for word in asked:
+            if word in initials[1:]:
+                continue  # a middle initial, which the name may leave out
             if len(word) == 1:  # an initial: names with a word it begins
                 having = self._initials.get(word, set())
             else:  # the word, or its initial

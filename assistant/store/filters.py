@@ -70,7 +70,13 @@ def names_match(name: str, wanted: str) -> bool:
     whole = [w for w in asked if len(w) > 1]
     if not have or not asked or (whole and not set(whole) & set(have)):
         return False
-    return _each_its_own(asked, have, frozenset())
+    if _each_its_own(asked, have, frozenset()):
+        return True
+    # "J. R. Smith" finds "John Smith" and "J. Smith" (as "JR Smith" does): a middle initial
+    # the name leaves out. The first initial must be there: "R. J. Smith" is not "J. Smith".
+    initials = [w for w in asked if len(w) == 1]
+    firsts = [w for w in asked if len(w) > 1 or w == initials[0]] if len(initials) > 1 else []
+    return bool(firsts) and _each_its_own(firsts, have, frozenset())
 
 
 def _each_its_own(asked: list[str], have: list[str], used: frozenset[int]) -> bool:
