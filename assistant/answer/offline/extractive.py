@@ -521,12 +521,14 @@ class ExtractiveProvider(Provider):
         *,
         named: bool,
         with_: Collection[int] = (),
+        referred: bool = False,
     ) -> str | None:
         """The paper (with the papers ``with_``, read as one text) contains less than
         ``min_coverage`` of the asked-for terms and, unless the question names it, no sentence
         matches closely and the search did not find it far ahead of every other paper (a
         question worded unlike its abstract still finds it first), or did but the question asks
-        "which X" of an abstract that has no X."""
+        "which X" of an abstract that has no X, or about what no abstract names (unless the
+        question ``referred`` to the paper: "how good are its forecasts?")."""
         hit = context.sources[top - 1]
         read = {top, *with_}
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
@@ -549,7 +551,7 @@ class ExtractiveProvider(Provider):
             not named
             and self._stands_out(context, top)
             and all(t in present for t in asked_kind(context.question))
-            and not self._unheard_of(terms, absent)
+            and (referred or not self._unheard_of(terms, absent))
         ):
             return None
         missing = ", ".join(surface(context.question, absent))
@@ -617,10 +619,11 @@ class ExtractiveProvider(Provider):
     def _stream_alternatives(self, context: Context) -> Iterator[Piece]:
         """ "Which papers study coral reefs or glaciers?": the whole question answered, then
         each topic as a question of its own (its own search and survey bar: against the whole
-        question, the glacier paper holds a third of what is asked). A paper only a topic
-        finds is quoted when it holds every word of that topic's question (a paper on
-        generation alone does not answer "autoregressive models of images, for generation or
-        watermarking"); a topic the abstracts do not answer is said so."""
+        question, the glacier paper holds a third of what is asked). When the whole
+        question is answered, a paper only a topic finds is added when it holds every word of
+        that topic's question (a paper on generation alone does not answer "autoregressive
+        models of images, for generation or watermarking"); a topic the abstracts do not
+        answer is said so."""
         asked = context.as_asked()
         ranked = self.rank(asked)
         picked, reason = self.answer_part(asked, ranked=ranked)
@@ -635,7 +638,7 @@ class ExtractiveProvider(Provider):
                 replace(c, source=ids[c.source - 1])
                 for c in found
                 if ids[c.source - 1] not in quoted
-                and holds(terms, alternative.sources[c.source - 1])
+                and (reason is not None or holds(terms, alternative.sources[c.source - 1]))
             ]
             if why is not None:
                 text = f"the abstracts do not answer «{alternative.question}»: {why.text}"
@@ -684,7 +687,7 @@ class ExtractiveProvider(Provider):
         for source in sorted(papers):
             reason = self._missing_figure(context, source)
             if reason is None and source not in named:
-                reason = self._unmentioned(context, candidates, source, named=False)
+                reason = self._unmentioned(context, candidates, source, named=False, referred=True)
             if reason is not None:
                 why[source] = reason
         return why

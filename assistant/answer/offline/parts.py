@@ -100,13 +100,16 @@ _LEADS = frozenset(
     "proposes examine examines investigate investigates consider considers measure measures "
     "analyse analyses analyze analyzes apply applies report reports describe describes explore "
     "explores predict predicts detect detects focus tackle tackles improve improves evaluate "
-    "evaluates compare compares discuss discusses involve involves to".split()
+    "evaluates compare compares discuss discusses involve involves test tests to".split()
 )
-_WHO = frozenset("papers works studies articles that which".split())  # "Which papers (that) …"
+_WHO = frozenset(
+    "paper papers work works studies articles that which".split()
+)  # "Which papers (that) …"
 _LONGEST = 5  # words of an alternative said after its lead: longer, where it begins is unclear
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_EITHER = re.compile(r"\s+either\s+", re.IGNORECASE)
 _NOT_ALTERNATIVES = re.compile(
-    r"\b(?:either|whether|more or less|or not|and/or|or so|such as|for example|for instance|"
+    r"\b(?:whether|more or less|or not|and/or|or so|such as|for example|for instance|"
     r"e\.g\.|including|like)\b|\b(?:what|how|who|which|when|where|why)\b[^?]*\bor\b[^?]*"
     r"\b(?:what|how|who|which|when|where|why)\b",
     re.IGNORECASE,
@@ -118,17 +121,17 @@ def alternatives(question: str) -> list[str]:
     "Which papers study marine life?": the topics a survey asks about either of; empty when it
     is not such a survey, or when where the alternatives begin cannot be told ("language or
     vision-language models", "evaluate or improve X")."""
-    text = question.strip().rstrip("?").strip()
+    text = _EITHER.sub(" ", question.strip().rstrip("?").strip())  # "study either X or Y"
     pieces = _OR.split(text)
-    if len(pieces) != 2 or not is_survey(text) or _NOT_ALTERNATIVES.search(text):
+    if len(pieces) < 2 or not is_survey(text) or _NOT_ALTERNATIVES.search(text):
         return []
-    left, right = pieces
+    left, right = ", ".join(p.strip(" ,") for p in pieces[:-1]), pieces[-1]  # "X or Y or Z"
     words, rest = left.split(), right.split()
     leads = [i for i, w in enumerate(words) if w.lower().strip(",") in _LEADS]
     if not leads or len(rest) > 6 or not asked_terms(right):
         return []
     if rest[0].lower() in _LEADS:  # "… propose optimizers or analyse convergence"
-        if len(words) - leads[0] < 3:
+        if len(words) - leads[0] < 2:
             return []  # "evaluate or improve X": two verbs of one object
         # The verbs follow "Which papers" ("train with X or analyse Y").
         subject = [i for i, w in enumerate(words[: leads[0] + 1]) if w.lower() in _WHO]
@@ -141,7 +144,7 @@ def alternatives(question: str) -> list[str]:
     if len(first) == 1 and len(rest) > 1:
         if _modifier(first[0]) and _modifier(rest[0]):
             first = [first[0], *rest[1:]]  # "3D or 4D generation": the noun is shared
-        elif not _plural(first[0]):
+        elif _describes(first[0]) or first[0].lower() in rest[0].lower():
             return []  # "language or vision-language models": shared or not cannot be told
     if len(rest) == 1 and len(first) > 1 and _describes(first[-2]):
         right = " ".join([*first[:-1], right])  # "generated images or videos": both generated

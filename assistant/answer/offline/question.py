@@ -25,7 +25,10 @@ Rarity = Callable[[list[str]], tuple[dict[str, int], int]]
 _SURVEY = re.compile(
     r"\b(?:which|what|any|list|name|find|are there|is there)\b[^?]{0,30}\b(?:papers|works|"
     r"studies|abstracts|methods|approaches|articles)\b|\bpapers (?:that|which|on|about)\b"
-    r"|\bcompare\b",
+    r"|\bcompare\b"
+    # "Any work on …", "Is there a paper on …", "Did any paper measure …", "anything on …"
+    r"|\b(?:any|is there|are there)\s+(?:\w+\s+)?(?:paper|study|work|research|literature)\b"
+    r"|\bis there anything\b",
     re.IGNORECASE,
 )
 # Words that say how a question is asked, not what it is about.
