@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.answer.offline.quantities import (
+    counted_terms,
     counts_without_naming,
     has_value,
     measured_terms,
@@ -196,6 +197,10 @@ def test_a_count_is_a_whole_number_not_a_unit_or_a_ratio():
     assert states_count([["qubit"]], ["We ran it on a 72-qubit superconducting processor."])
     assert states_count([["imag"]], ["A 1,000-image test set."])
     assert not states_count([["qubit"]], ["A 2-stage method for 0.5-qubit noise."])
+    # people by another of their names (a user's "how many participants" was refused)
+    adults = "In a trial, 2,400 healthy adults received vitamin D or placebo."
+    assert states_count(counted_terms("How many participants were in the trial?"), [adults])
+    assert not states_count(counted_terms("How many hospitals took part?"), [adults])
     assert not states_count(
         [["token"]], ["Zipf's law gives $1/k$ for tokens.", "It is one of the best."]
     )

@@ -649,3 +649,15 @@ def test_a_question_each_of_whose_parts_comes_close_is_not_refused():
     asked.clear()
     chain.retrieve(Request("Which quantum and sleep papers exist, and what do they find?"))
     assert len(asked) == 1
+
+
+def test_a_question_naming_what_the_close_paper_lacks_is_refused(library):
+    """A user's trial: "Does vitamin D prevent COVID-19?" quoted an influenza trial, its
+    sentences close to the question. A name the question gives ("COVID-19") that the paper
+    lacks says the question is about something else."""
+    answer = library.ask("Does the gut microbiome affect sleep in COVID-19 patients?")
+    assert answer.refused
+    assert any("does not mention" in w and "COVID-19" in w for w in answer.warnings)
+    assert cited(library.ask("Does the gut microbiome affect sleep?")) == [
+        "Gut microbiome and sleep quality"
+    ]

@@ -528,8 +528,8 @@ class ExtractiveProvider(Provider):
         matches closely and the search did not find it far ahead of every other paper (a
         question worded unlike its abstract still finds it first), or did but the question asks
         "which X" of an abstract that has no X, or about what no abstract names (unless the
-        question ``referred`` to the paper: "how good are its forecasts?")."""
-        hit = context.sources[top - 1]
+        question ``referred`` to the paper: "how good are its forecasts?"); or it lacks a name
+        the question gives ("COVID-19")."""
         read = {top, *with_}
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
@@ -539,26 +539,38 @@ class ExtractiveProvider(Provider):
         share = max(coverage(t, idf_weights(t, self.rarity), text) for t in [terms, *either])
         if share >= self.min_coverage:
             return None
-        similarity = max((c.similarity for c in candidates if c.source in read), default=-1.0)
-        if not named and similarity >= self.confident_similarity:
-            return None
         present = set(analyze([text])[0])
         absent = [t for t in terms if t not in present]
+        # A name the question gives ("COVID-19", "GitHub") that the paper lacks: the question
+        # is about something else, however close a sentence or far ahead the paper.
+        if named or set(literal_terms(context.question)) & set(absent):
+            return self._not_mentioned(context, read, absent)
+        similarity = max((c.similarity for c in candidates if c.source in read), default=-1.0)
+        if similarity >= self.confident_similarity:
+            return None
         # Standing out says which paper is meant, not that it says which X ("which optimizer"),
-        # nor that a question about what no abstract names ("the boiling point of mercury":
-        # Bubbleformer, far ahead on "boiling") is asked in other words.
+        # nor that a question a third of whose words no abstract has ("the boiling point of
+        # mercury": Bubbleformer, far ahead on "boiling") is asked in other words.
+        kind = asked_kind(context.question)
         if (
-            not named
-            and self._stands_out(context, top)
-            and all(t in present for t in asked_kind(context.question))
+            self._stands_out(context, top)
+            and all(t in present for t in kind)
             and (referred or not self._unheard_of(terms, absent))
         ):
             return None
+        return self._not_mentioned(context, read, absent)
+
+    @staticmethod
+    def _not_mentioned(context: Context, read: set[int], absent: list[str]) -> str:
+        """What the paper (or papers, read together) does not mention of the question."""
         missing = ", ".join(surface(context.question, absent))
         if len(read) > 1:
             labels = " and ".join(f"«{context.sources[s - 1].label}»" for s in sorted(read))
             return f"{labels}, the likeliest abstracts, do not mention: {missing}"
-        return f"«{hit.label}», the closest abstract, does not mention: {missing}"
+        (top,) = read
+        return (
+            f"«{context.sources[top - 1].label}», the closest abstract, does not mention: {missing}"
+        )
 
     def _unheard_of(self, terms: list[str], absent: list[str]) -> bool:
         """A third or more of the question's terms are in no abstract of the store: what it

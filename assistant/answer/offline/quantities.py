@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import cache
 
 from assistant.answer.offline.question import asking_terms
 from assistant.text.terms import analyze
@@ -126,14 +127,31 @@ def counted_terms(question: str) -> list[list[str]]:
     ]
 
 
+# The people a study counts, each a name for the others: "how many participants" is answered
+# by "2,400 healthy adults" (a user's trial was refused: "gives no number of participants").
+_PEOPLE = (
+    "participant participants subject subjects volunteer volunteers people person persons "
+    "individual individuals patient patients respondent respondents adult adults child children "
+    "men women student students worker workers employee employees"
+)
+
+
+@cache
+def _people() -> frozenset[str]:
+    return frozenset(analyze([_PEOPLE])[0])
+
+
 def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
-    """Some sentence gives a count together with one of the things counted. (Accepting any
-    count in the sentence closest to the question, for things named otherwise, let "1.45M
-    image-text pairs" answer "how many videos"; on tune and dev it answered nothing more.)"""
+    """Some sentence gives a count together with one of the things counted (people by any of
+    their names). (Accepting any count in the sentence closest to the question, for things
+    named otherwise, let "1.45M image-text pairs" answer "how many videos"; on tune and dev it
+    answered nothing more.)"""
     wanted = {t for terms in counted for t in terms}
     sentences = list(sentences)
     if not wanted:
         return True
+    if wanted & _people():
+        wanted |= _people()
     return any(
         (_has_count(s) and wanted & set(analyze([s])[0])) or _counted_compound(wanted, s)
         for s in sentences
