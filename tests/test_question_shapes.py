@@ -661,3 +661,36 @@ def test_a_question_naming_what_the_close_paper_lacks_is_refused(library):
     assert cited(library.ask("Does the gut microbiome affect sleep?")) == [
         "Gut microbiome and sleep quality"
     ]
+
+
+def test_people_are_counted_by_any_of_their_names_but_a_group_by_its_own(library):
+    """A user's trial: "how many participants" was refused against "1,240 adults", and, once
+    any name for people counted, "how many children" was answered with the adults."""
+    gut = "Gut microbiome and sleep quality"
+    answer = library.ask("How many participants were in the gut microbiome study?")
+    assert cited(answer) == [gut] and "1,240 adults" in answer.text
+    children = library.ask("How many children were in the gut microbiome study?")
+    assert children.refused and any("no number of children" in w for w in children.warnings)
+    # A follow-up pinned to the paper ("how many participants did it have?") too: the
+    # paper is asked about, and it names its participants "adults".
+    pinned = {"paper_id": [answer.citations[0].paper_id]}
+    follow = library.ask("How many participants did it have?", filters=pinned)
+    assert cited(follow) == [gut] and "1,240" in follow.text
+
+
+@pytest.mark.parametrize(
+    ("question", "label", "missing"),
+    [
+        # The whole question's survey bar also took another paper for the vaccine topic.
+        ("Did any paper measure ionic conductivity or test a vaccine?",
+         "Solid-state lithium battery electrolytes", "Did any paper test a vaccine?"),
+        ("Which papers look at microplastics or glaciers?",
+         "Microplastics in drinking water", "Which papers look at glaciers?"),
+    ],
+)  # fmt: skip
+def test_each_paper_an_either_survey_cites_is_about_one_of_its_topics(
+    library, question, label, missing
+):
+    answer = library.ask(question)
+    assert cited(answer) == [label]
+    assert [w for w in answer.warnings if f"«{missing}»" in w]

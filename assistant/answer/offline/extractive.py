@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -45,6 +46,7 @@ from assistant.answer.offline.parts import (
     presents,
     refers_back,
     split,
+    topic_of,
 )
 from assistant.answer.offline.quantities import (
     asks_figure,
@@ -54,6 +56,7 @@ from assistant.answer.offline.quantities import (
     has_value,
     measured_terms,
     measures,
+    said_of_people,
     states_count,
     states_value,
 )
@@ -75,6 +78,7 @@ from assistant.answer.result import CANNOT_ANSWER, Usage
 from assistant.answer.sources import Context
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.chunking import sentences_of
+from assistant.retrieval.hybrid import Hit
 from assistant.text.terms import analyze
 
 NOTICE = (
@@ -297,7 +301,9 @@ class ExtractiveProvider(Provider):
             chosen.append(pick)
             per_paper[candidates[pick].source] = per_paper.get(candidates[pick].source, 0) + 1
         if asks_quantity(context.question):
-            chosen += self._numbers_for(candidates, chosen, floor, best)
+            counted = counted_terms(context.question)
+            gives = partial(_counts, counted) if counted else has_value
+            chosen += self._numbers_for(candidates, chosen, floor, best, gives)
         return self._standing_alone(context, candidates, chosen)
 
     def _standing_alone(
@@ -331,14 +337,20 @@ class ExtractiveProvider(Provider):
         ]
 
     def _numbers_for(
-        self, candidates: list[Candidate], chosen: list[int], floor: float, best: dict[int, float]
+        self,
+        candidates: list[Candidate],
+        chosen: list[int],
+        floor: float,
+        best: dict[int, float],
+        gives: Callable[[str], bool],
     ) -> list[int]:
-        """A question asking "how much" is answered with a number: each quoted paper none of
-        whose quoted sentences gives a value also gets its best sentence that does, when its
-        score is within the number margin of the paper's best."""
+        """A question asking "how much" is answered with a number ("how many participants"
+        with the count of them): each quoted paper none of whose quoted sentences ``gives``
+        it also gets its best sentence that does, when its score is within the number margin
+        of the paper's best."""
         added = []
         for source in {candidates[i].source for i in chosen}:
-            if any(has_value(candidates[i].text) for i in chosen if candidates[i].source == source):
+            if any(gives(candidates[i].text) for i in chosen if candidates[i].source == source):
                 continue
             numeric = [
                 i
@@ -346,7 +358,7 @@ class ExtractiveProvider(Provider):
                 if c.source == source
                 and c.similarity >= floor
                 and c.score >= best[source] - self.number_margin
-                and has_value(c.text)
+                and gives(c.text)
             ]
             if numeric:
                 added.append(max(numeric, key=lambda i: candidates[i].score))
@@ -534,6 +546,7 @@ class ExtractiveProvider(Provider):
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
+        terms = [t for t in terms if t not in said_of_people(terms, text)]
         # "Which papers study the ocean or marine life?": either topic's words will do.
         either = [asked_terms(a, names) for a in alternatives(context.question)]
         share = max(coverage(t, idf_weights(t, self.rarity), text) for t in [terms, *either])
@@ -631,21 +644,26 @@ class ExtractiveProvider(Provider):
     def _stream_alternatives(self, context: Context) -> Iterator[Piece]:
         """ "Which papers study coral reefs or glaciers?": the whole question answered, then
         each topic as a question of its own (its own search and survey bar: against the whole
-        question, the glacier paper holds a third of what is asked). When the whole
-        question is answered, a paper only a topic finds is added when it holds every word of
-        that topic's question (a paper on generation alone does not answer "autoregressive
-        models of images, for generation or watermarking"); a topic the abstracts do not
-        answer is said so."""
+        question, the glacier paper holds a third of what is asked). A paper the whole
+        question's answer cites must hold half of one topic's own words; beside that answer, a
+        paper only a topic finds is added when it holds every word of that topic (a paper on
+        generation alone does not answer "autoregressive models of images, for generation or
+        watermarking"); a topic the abstracts do not answer is said so."""
         asked = context.as_asked()
         ranked = self.rank(asked)
         picked, reason = self.answer_part(asked, ranked=ranked)
         more = self.more_than_shown(asked, ranked[0]) if picked else None
+        # Each paper the whole question cites is about one of its topics (the bar also took a
+        # vitamin D trial for "measure critical heat flux or test a vaccine").
+        topics = [topic_of(alternative.question) for alternative in context.alternatives]
+        own = _own_words(topics)
+        picked = [c for c in picked if self._about_one(own, context.sources[c.source - 1])]
         number = {hit.paper_id: n for n, hit in enumerate(context.sources, start=1)}
         unanswered: list[StreamWarning] = []
-        for alternative in context.alternatives:
+        for alternative, terms in zip(context.alternatives, topics, strict=True):
             ids = [number[hit.paper_id] for hit in alternative.sources]
             found, why = self.answer_part(alternative)
-            quoted, terms = {c.source for c in picked}, asked_terms(alternative.question)
+            quoted = {c.source for c in picked}
             picked += [
                 replace(c, source=ids[c.source - 1])
                 for c in found
@@ -656,14 +674,20 @@ class ExtractiveProvider(Provider):
                 text = f"the abstracts do not answer «{alternative.question}»: {why.text}"
                 unanswered.append(StreamWarning(text, tuple(ids[n - 1] for n in why.papers)))
         if not picked:
-            if reason is not None:
-                yield reason
+            yield from unanswered or ([reason] if reason is not None else [])
             yield CANNOT_ANSWER
             return
         yield from unanswered
         yield _quotes(context, sorted(picked, key=lambda c: (c.source, c.position)))
         if more is not None:
             yield more
+
+    def _about_one(self, topics: list[list[str]], hit: Hit) -> bool:
+        """The paper holds at least ``min_coverage`` of one topic's (own) words."""
+        text = hit.paper.text_for_index
+        return any(
+            coverage(t, idf_weights(t, self.rarity), text) >= self.min_coverage for t in topics
+        )
 
     def answer_part(
         self,
@@ -797,6 +821,17 @@ class ExtractiveProvider(Provider):
         if unique:
             text = (text + "\n" if text else "") + _quotes(context, unique)
         yield text
+
+
+def _counts(counted: list[list[str]], sentence: str) -> bool:
+    return states_count(counted, [sentence])
+
+
+def _own_words(topics: list[list[str]]) -> list[list[str]]:
+    """Each topic's words that not every topic has ("continual" of "… learning from a sequence
+    of tasks, as in continual learning"); all of them when it has none of its own."""
+    shared = set.intersection(*(set(t) for t in topics)) if topics else set()
+    return [[w for w in t if w not in shared] or t for t in topics]
 
 
 def _in_own_words(context: Context) -> str:

@@ -100,7 +100,7 @@ _LEADS = frozenset(
     "proposes examine examines investigate investigates consider considers measure measures "
     "analyse analyses analyze analyzes apply applies report reports describe describes explore "
     "explores predict predicts detect detects focus tackle tackles improve improves evaluate "
-    "evaluates compare compares discuss discusses involve involves test tests to".split()
+    "evaluates compare compares discuss discusses involve involves test tests to at".split()
 )
 _WHO = frozenset(
     "paper papers work works studies articles that which".split()
@@ -163,6 +163,13 @@ def _describes(word: str) -> bool:
     one-word alternative to that noun shares it ("generated images or videos"); "coral" in
     "coral reefs or glaciers" does not."""
     return bool(_DESCRIBING.search(word)) and not _plural(word)
+
+
+def topic_of(question: str) -> list[str]:
+    """The words of one topic's question ("Did any paper measure hallucination?") that a paper
+    on it holds: its asked terms, not the verb it is asked with ("measure")."""
+    verbs = set(analyze([" ".join(_LEADS)])[0])
+    return [t for t in asked_terms(question) if t not in verbs]
 
 
 def _plural(word: str) -> bool:

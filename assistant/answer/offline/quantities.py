@@ -127,18 +127,30 @@ def counted_terms(question: str) -> list[list[str]]:
     ]
 
 
-# The people a study counts, each a name for the others: "how many participants" is answered
-# by "2,400 healthy adults" (a user's trial was refused: "gives no number of participants").
-_PEOPLE = (
-    "participant participants subject subjects volunteer volunteers people person persons "
-    "individual individuals patient patients respondent respondents adult adults child children "
-    "men women student students worker workers employee employees"
-)
+# The people a study counts: a word for anyone in it ("how many participants") is answered by
+# any of its names for them ("2,400 healthy adults"; a user's trial was refused: "gives no
+# number of participants"); a group ("how many children") only by its own name.
+_ANYONE = "participant participants subject subjects volunteer volunteers people person persons "
+_ANYONE += "individual individuals respondent respondents"
+_GROUPS = "patient patients adult adults child children men women student students worker "
+_GROUPS += "workers employee employees"
+
+
+@cache
+def _anyone() -> frozenset[str]:
+    return frozenset(analyze([_ANYONE])[0])
 
 
 @cache
 def _people() -> frozenset[str]:
-    return frozenset(analyze([_PEOPLE])[0])
+    return _anyone() | frozenset(analyze([_GROUPS])[0])
+
+
+def said_of_people(terms: Iterable[str], text: str) -> set[str]:
+    """The terms that are words for anyone in a study ("participants") when the text names
+    the people it studied by any name ("adults"): the text says them, in its own words."""
+    anyone = set(terms) & _anyone()
+    return anyone if anyone and _people() & set(analyze([text])[0]) else set()
 
 
 def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
@@ -150,7 +162,7 @@ def states_count(counted: list[list[str]], sentences: Iterable[str]) -> bool:
     sentences = list(sentences)
     if not wanted:
         return True
-    if wanted & _people():
+    if wanted & _anyone():
         wanted |= _people()
     return any(
         (_has_count(s) and wanted & set(analyze([s])[0])) or _counted_compound(wanted, s)
