@@ -43,7 +43,7 @@ _ASKING = (
     "less least few fewer many also just still even only really well quite rather can could "
     "would should may might will shall must get gets got make makes made go goes going way "
     "ways thing things something anything actually exactly than have has had having need needs "
-    "take takes took taken part compare compared comparison versus vs look looks "
+    "take takes took taken part compare compared comparison versus vs look looks better worse "
     # how a question asks for a figure ("what error do they reach?"), not what it is about
     "reach reaches reached achieve achieves achieved attain attains attained else "
     # what an acronym question asks, and words every abstract has: never what is missing
