@@ -52,7 +52,7 @@ from functools import cached_property
 import numpy as np
 
 from assistant.store.base import Filter, Match, paper_of
-from assistant.store.filters import name_words, names_match, venue_key, words
+from assistant.store.filters import name_words, names_match, needed_words, venue_key
 
 # (paper_id, authors JSON, year, venue, source_file, n_chunks): ``Catalog.filter_rows``
 Row = tuple[str, str, int | None, str | None, str, int]
@@ -213,11 +213,7 @@ class Facets:
         self._index_authors()
         assert self._authors is not None
         names: set[str] | None = None
-        asked = list(dict.fromkeys(words(wanted)))
-        initials = [w for w in asked if len(w) == 1]
-        for word in asked:
-            if word in initials[1:]:
-                continue  # a middle initial, which the name may leave out
+        for word in needed_words(wanted):
             if len(word) == 1:  # an initial: names with a word it begins
                 having = self._initials.get(word, set())
             else:  # the word, or its initial

@@ -72,11 +72,17 @@ def names_match(name: str, wanted: str) -> bool:
         return False
     if _each_its_own(asked, have, frozenset()):
         return True
-    # "J. R. Smith" finds "John Smith" and "J. Smith" (as "JR Smith" does): a middle initial
-    # the name leaves out. The first initial must be there: "R. J. Smith" is not "J. Smith".
+    required = needed_words(wanted)
+    return required != asked and _each_its_own(required, have, frozenset())
+
+
+def needed_words(wanted: str) -> list[str]:
+    """The words of an author asked for that the name must have: all but a middle initial,
+    which it may leave out ("J. R. Smith" finds "John Smith" and "J. Smith", as "JR Smith"
+    does). The first initial must be there: "R. J. Smith" is not "J. Smith"."""
+    asked = list(dict.fromkeys(words(wanted)))
     initials = [w for w in asked if len(w) == 1]
-    firsts = [w for w in asked if len(w) > 1 or w == initials[0]] if len(initials) > 1 else []
-    return bool(firsts) and _each_its_own(firsts, have, frozenset())
+    return [w for w in asked if w not in initials[1:]]
 
 
 def _each_its_own(asked: list[str], have: list[str], used: frozenset[int]) -> bool:
