@@ -423,6 +423,7 @@ class Assistant:
             self.settings.llm,
             count_tokens,
             verifier=self.verifier(),
+            define=self.definitions,
         )
 
     def verifier(self) -> Verifier | None:
@@ -447,6 +448,11 @@ class Assistant:
         ``/explain`` after an answer that was not checked when it was written."""
         cited = {c.n: c.text for c in answer.citations}
         return self._sentence_checker().check(answer.text, cited, papers=answer.retrieved)
+
+    def definitions(self, question: str) -> dict[str, str]:
+        """The words the store's abstracts define each acronym of the question by ("MoE":
+        "mixture-of-experts"); see ``HybridRetriever.definitions``."""
+        return self.retriever().definitions(question)
 
     def _search_topic(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

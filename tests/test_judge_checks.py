@@ -12,10 +12,11 @@ from assistant.cli.render import support_lines
 from assistant.eval.faithfulness import faithfulness
 from assistant.judge.conflicts import PaperText, find_conflict
 from assistant.judge.judges import OfflineJudge
-from assistant.judge.names import claim_names, missing_names, occurs, spelled_out
+from assistant.judge.names import claim_names, missing_names, occurs
 from assistant.judge.numbers import dropped_bounds, quantities, unstated
 from assistant.judge.reversal import reversal
 from assistant.judge.verify import Verifier, judgement
+from assistant.text.acronyms import spelled_out
 from evals.judge.perturbations import cases, change_number, drop_qualifier, negate, swap_name
 
 KVFLOW = PaperText(

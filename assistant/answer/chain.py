@@ -119,12 +119,17 @@ class AnswerChain:
         settings: LLMSettings,
         count_tokens: Callable[[str], int],
         verifier: Verifier | None = None,
+        define: Callable[[str], dict[str, str]] | None = None,
     ):
         self.search = search
         self.provider = provider
         self.settings = settings
         self.count = count_tokens
         self.verifier = verifier  # judges each sentence after generation, when given
+        # The words the store's abstracts define a question's acronyms by ("MoE":
+        # "mixture-of-experts"), which the search adds to what it embeds: the offline answer
+        # reads them too (a model knows them).
+        self.define = define or (lambda question: {})
 
     # -- steps ------------------------------------------------------------------------------
     def retrieve(self, request: Request) -> tuple[list[Hit], Context | None]:
@@ -159,6 +164,14 @@ class AnswerChain:
                 alternatives=tuple(
                     replace(build_context(a, found, None, self.count), limit=request.limit)
                     for a, found in either
+                ),
+            )
+        if budget is None and (definitions := tuple(self.define(query).items())):
+            context = replace(
+                context,
+                definitions=definitions,
+                alternatives=tuple(
+                    replace(a, definitions=definitions) for a in context.alternatives
                 ),
             )
         return hits, context if context.sources else None

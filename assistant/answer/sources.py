@@ -43,6 +43,9 @@ class Context:
     # with its own search (the sources hold their papers too); empty for any other question.
     alternatives: tuple[Context, ...] = ()
     own: int = 0  # then: the first ``own`` sources are the whole question's search (0: all)
+    # The words the store's abstracts define the question's acronyms by (("MoE",
+    # "mixture-of-experts"),), which the search embedded with it: the offline answer does too.
+    definitions: tuple[tuple[str, str], ...] = ()
 
     def as_asked(self) -> Context:
         """The whole question with the papers its own search found, not its topics'."""

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from assistant.judge.names import Source, missing_names, mixed_case, owner, spelled_out
+from assistant.judge.names import Source, missing_names, mixed_case, owner
 from assistant.judge.numbers import dropped_bounds, unstated
 from assistant.judge.reversal import dropped_qualifier, reversal
+from assistant.text.acronyms import spelled_out
 from assistant.text.normalise import split_sentences
 
 Severity = Literal["unsupported", "weak"]

@@ -91,23 +91,6 @@ def occurs(name: str, text: str) -> bool:
     return bool(_pattern(name).search(text))
 
 
-_SMALL_WORDS = frozenset({"of", "and", "the", "for", "in", "on", "to", "a", "an", "with"})
-
-
-def spelled_out(acronym: str, text: str) -> bool:
-    """An acronym ("MRI", "MAPK", "iPSC") whose words the text writes out: "magnetic
-    resonance imaging", "mitogen-activated protein kinase", "induced pluripotent stem cells"."""
-    letters = acronym.rstrip("s").upper()
-    if not (2 <= len(letters) <= 6 and letters.isalpha() and acronym[1:].rstrip("s").isupper()):
-        return False
-    words = [w for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _SMALL_WORDS]
-    initials = "".join(w[0] for w in words).upper()
-    return letters in initials and any(
-        "".join(w[0] for w in words[i : i + len(letters)]).upper() == letters
-        for i in range(len(words) - len(letters) + 1)
-    )
-
-
 def missing_names(claim: str, cited: Sequence[Source]) -> list[str]:
     """The claim's coined names that neither the cited abstracts nor their labels contain."""
     return [

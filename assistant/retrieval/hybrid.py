@@ -23,12 +23,16 @@ from assistant.ingest.labels import coined_name
 from assistant.settings import RetrievalSettings
 from assistant.store.base import Filter, Kind, Match, Store
 from assistant.store.filters import filter_fields
+from assistant.text.acronyms import acronyms, common_definition, spell, spelled_out
 from assistant.text.terms import analyze
 
 # Where a name ends: not inside a longer word or hyphenated compound ("Flow" is not named by
 # "Flow-based", "BASE" not by "base-2"), except before a model size or version ("-32B",
 # "-1.5b", "-v2", "-32B-Instruct").
 _NAME_END = r"(?!\w)(?!-(?!(?:v\d+(?:\.\d+)?|\d+(?:\.\d+)?[bmk])(?:-[a-z]+)?(?![\w-])))"
+
+
+DEFINERS = 5  # papers read for the definition of a query's acronym
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,7 @@ class HybridRetriever:
 
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
+        query = spell(query, self.definitions(query))
         if where.catalog_only:  # author, title, DOI, year range: the catalog names the papers
             ids = self.store.matching(where)
             if not ids:
@@ -205,6 +210,25 @@ class HybridRetriever:
             return fuse([*rankings, [p for p, _ in found.lexical]], weights, cfg.rrf_k)
         scores = [{c[0]: c[2] for c in rows} for rows in dense]
         return zscore_fuse([*scores, dict(found.lexical)], weights)
+
+    def definitions(self, query: str) -> dict[str, str]:
+        """The words each acronym of the query stands for, as most of the ``DEFINERS`` papers
+        the lexical index finds for it define it ("mixture-of-experts" for MoE): the embedder
+        knows the words far better than the acronym, and an abstract may write only the words.
+        Not for an acronym the query writes out, no abstract defines, or that names a paper
+        ("THG"): its words are that paper's title, not what the question asks."""
+        found: dict[str, str] = {}
+        for acronym in acronyms(query):
+            if spelled_out(acronym, query):
+                continue
+            ids = [pid for pid, _ in self.store.lexical(acronym, DEFINERS, Filter())]
+            papers = list(self.store.papers(ids).values())
+            if any(acronym in (p.label, coined_name(p.abstract)) for p in papers):
+                continue
+            words = common_definition(acronym, (p.text_for_index for p in papers))
+            if words:
+                found[acronym] = words
+        return found
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None

@@ -79,6 +79,7 @@ from assistant.answer.sources import Context
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.chunking import sentences_of
 from assistant.retrieval.hybrid import Hit
+from assistant.text.acronyms import spell, with_written_out, writes_out
 from assistant.text.terms import analyze
 
 NOTICE = (
@@ -219,11 +220,23 @@ class ExtractiveProvider(Provider):
             return [], np.zeros((0, 0), dtype=np.float32)
         vectors = self._vectors([r[3] for r in rows], [r[2] for r in rows])
         similarity = vectors @ self.embedder.embed_query(context.question)
+        # A sentence that writes out the words of the question's acronym and not the acronym
+        # ("a sparse mixture-of-experts model" for "MoE") is ranked by its similarity to the
+        # question spelled out the same way; the answer's thresholds read the similarity to
+        # the question as asked, which they were fitted on.
+        ranking = similarity
+        definitions = dict(context.definitions)
+        if written := [i for i, r in enumerate(rows) if writes_out(definitions, r[2])]:
+            spelled = self.embedder.embed_query(spell(context.question, definitions))
+            ranking = similarity.copy()
+            ranking[written] = vectors[written] @ spelled
         query_terms = set(analyze([context.question])[0])
         wants_quantity = asks_quantity(context.question)
         sentence_terms = analyze([r[2] for r in rows])
         candidates = []
-        for (n, i, s, _), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
+        for (n, i, s, _), sim, near, terms in zip(
+            rows, similarity, ranking, sentence_terms, strict=True
+        ):
             overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
             contribution = bool(_CONTRIBUTION.search(s))
             cue = 0.05 if contribution else 0.0
@@ -233,7 +246,7 @@ class ExtractiveProvider(Provider):
                 cue -= 0.3
             if wants_quantity and _HAS_NUMBER.search(s):
                 cue += 0.08
-            score = float(sim) + 0.25 * overlap + cue + 0.03 / n
+            score = float(near) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim), opening))
         return self._with_answer_odds(context.question, candidates), vectors
 
@@ -422,11 +435,11 @@ class ExtractiveProvider(Provider):
         terms = set(self._literal_condition(context))
         if not terms:
             return set()
-        return {
-            n
-            for n, hit in enumerate(context.sources, start=1)
-            if terms <= set(analyze([hit.paper.text_for_index])[0])
-        }
+        # An acronym is held by a paper that writes its words out ("mixture-of-experts").
+        texts = [
+            with_written_out(context.question, h.paper.text_for_index) for h in context.sources
+        ]
+        return {n for n, text in enumerate(texts, start=1) if terms <= set(analyze([text])[0])}
 
     @staticmethod
     def _literal_condition(context: Context) -> list[str]:
@@ -544,6 +557,7 @@ class ExtractiveProvider(Provider):
         the question gives ("COVID-19")."""
         read = {top, *with_}
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
+        text = with_written_out(context.question, text)
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
         terms = [t for t in terms if t not in said_of_people(terms, text)]
@@ -738,7 +752,8 @@ class ExtractiveProvider(Provider):
         quotes = []
         for n in sorted(holding):
             sentences = sentences_of(context.sources[n - 1].paper)
-            at = next((i for i, s in enumerate(sentences) if terms <= set(analyze([s])[0])), None)
+            held = analyze([with_written_out(context.question, s) for s in sentences])
+            at = next((i for i, words in enumerate(held) if terms <= set(words)), None)
             if at is not None:
                 quotes.append(Candidate(n, at, sentences[at], 1.0, 1.0))
         return quotes

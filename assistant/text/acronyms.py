@@ -1,0 +1,130 @@
+"""Acronyms as researchers type them ("MoE", "LLMs", "RAG", "LoRA") and the words they stand for.
+
+The embedder knows an acronym far less well than its words: "Which papers use MoE?" is 0.12
+similar to an abstract about a "sparse mixture-of-experts language model", 0.41 with the words
+written out. Search therefore spells a question's acronyms out with the words an abstract of the
+store defines them by ("mixture-of-experts (MoE)": ``defined_in``), and a text that writes the
+words out counts as mentioning the acronym (``spelled_out``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+_SMALL_WORDS = frozenset(
+    {"of", "and", "the", "for", "from", "in", "on", "to", "a", "an", "with", "by"}
+)
+_TOKEN = re.compile(r"(?<![\w-])[A-Z][A-Za-z]{1,6}(?![\w-])")
+_WORD = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+_LONGEST = 10  # words of a definition, at most
+
+
+def _core(acronym: str) -> str:
+    """The acronym without a plural "s" ("LLMs" -> "LLM")."""
+    return acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
+
+
+def is_acronym(token: str) -> bool:
+    """Two to six letters, at least two of them capitals and at least half ("MoE", "GNNs",
+    "LoRA", "RAG"), not a word with a capital first ("Mamba") or a coined name ("ResNet")."""
+    core = _core(token)
+    caps = sum(c.isupper() for c in core)
+    return core.isalpha() and 2 <= len(core) <= 6 and caps >= 2 and 2 * caps >= len(core)
+
+
+def acronyms(text: str) -> list[str]:
+    """The acronyms of a text, each once, in order."""
+    return list(dict.fromkeys(t for t in _TOKEN.findall(text) if is_acronym(t)))
+
+
+def _initials(words: Iterable[str], *, small: bool) -> str:
+    """The first letters of the words (a hyphenated word gives one per part), upper-cased;
+    without ``small``, "of", "and" and the like give none."""
+    parts = [p for w in words for p in w.split("-") if p]
+    return "".join(p[0] for p in parts if small or p.lower() not in _SMALL_WORDS).upper()
+
+
+def _abbreviates(acronym: str, words: list[str]) -> bool:
+    """The words are what the acronym abbreviates: one letter per word ("mixture of experts",
+    "retrieval-augmented generation"), or one per capital and word but the small ones
+    ("reinforcement learning from human feedback" for RLHF, "Low-Rank Adaptation" for LoRA;
+    not for two capitals and a small letter: "model evaluation" is no MoE)."""
+    core = _core(acronym)
+    if _initials(words, small=True) == core.upper():
+        return True
+    capitals = "".join(c for c in core if c.isupper())
+    return (core.isupper() or len(capitals) >= 3) and _initials(words, small=False) == capitals
+
+
+def defined_in(acronym: str, text: str) -> str | None:
+    """The words the text defines the acronym by: "mixture-of-experts" in "advances of
+    mixture-of-experts (MoE) into ...", the fewest words before the parenthesis that it
+    abbreviates; None when the text defines it nowhere."""
+    name = re.escape(_core(acronym))
+    for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text):
+        sentence_start = max(text.rfind(". ", 0, match.start()), text.rfind("(", 0, match.start()))
+        before = _WORD.findall(text[sentence_start + 1 : match.start()])[-_LONGEST:]
+        for start in range(len(before) - 1, -1, -1):
+            words = before[start:]
+            if words[0].lower() in _SMALL_WORDS:
+                continue
+            if _abbreviates(acronym, words):
+                return " ".join(words)
+    return None
+
+
+def spelled_out(acronym: str, text: str) -> bool:
+    """The text writes out the words the acronym abbreviates: "magnetic resonance imaging"
+    for MRI, "mixture-of-experts" for MoE, "induced pluripotent stem cells" for iPSC."""
+    core = _core(acronym)
+    letters = core.upper()
+    if not (2 <= len(letters) <= 6 and letters.isalpha()):
+        return False
+    if not (core[1:].isupper() or is_acronym(acronym)):
+        return False
+    words = _WORD.findall(text)
+    for length in range(1, 2 * len(letters)):  # a hyphenated word holds several, "of" none
+        for i in range(len(words) - length + 1):
+            run = words[i : i + length]
+            if run[0][0].upper() == letters[0] and _abbreviates(core, run):
+                return True
+    return False
+
+
+def common_definition(acronym: str, texts: Iterable[str]) -> str | None:
+    """The definition most of the texts give the acronym (the first given, on a tie)."""
+    found = Counter(
+        d.lower() for d in (defined_in(acronym, text) for text in texts) if d is not None
+    )
+    return found.most_common(1)[0][0] if found else None
+
+
+def with_written_out(question: str, text: str) -> str:
+    """The text, followed by each acronym of the question it writes out in words: a paper on
+    "a sparse mixture-of-experts model" mentions the MoE a question asks about."""
+    written = [a for a in acronyms(question) if spelled_out(a, text)]
+    return " ".join([text, *written])
+
+
+def _escaped(words: str) -> str:
+    return words.replace("\\", r"\\")
+
+
+def spell(text: str, definitions: Mapping[str, str]) -> str:
+    """The text with each defined acronym followed by its words, once: "Is the MoE
+    (mixture-of-experts) model sparse?". An acronym the text writes out stays as it is."""
+    for acronym, words in definitions.items():
+        if not spelled_out(acronym, text):
+            token = rf"(?<![\w-])({re.escape(acronym)})(?![\w-])"
+            text = re.sub(token, rf"\1 ({_escaped(words)})", text, count=1)
+    return text
+
+
+def writes_out(definitions: Mapping[str, str], text: str) -> bool:
+    """The text writes out the words of one of the acronyms and does not use the acronym."""
+    return any(
+        spelled_out(acronym, text) and not re.search(rf"(?<![\w-]){re.escape(acronym)}", text)
+        for acronym in definitions
+    )

@@ -1,0 +1,152 @@
+"""Acronyms as researchers type them: "Is the MoE model dense or sparse?" finds and answers from
+a paper that only writes "mixture-of-experts", with the words read from another abstract's
+definition ("mixture-of-experts (MoE)"); a paper's own acronym (THG) is its name, not a term to
+spell out. Real MiniLM: how far an acronym is from its words is what this is about."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant, load_settings
+from assistant.ingest.corpus import Paper
+from assistant.judge.conflicts import PaperText, find_conflict
+from assistant.text.acronyms import (
+    acronyms,
+    common_definition,
+    defined_in,
+    is_acronym,
+    spell,
+    spelled_out,
+    writes_out,
+)
+
+ROUTING = {
+    "id": "routing-2025",
+    "title": "Routing experts for efficient language models",
+    "year": 2025,
+    "abstract": "We train a sparse mixture-of-experts language model with 64 experts, of which "
+    "2 are active for each token. It matches a dense model of the same active size on "
+    "reasoning benchmarks while using 40% less compute per token. Load balancing with an "
+    "auxiliary loss keeps every expert in use.",
+}
+
+
+def test_what_is_an_acronym():
+    assert acronyms("Is the MoE model, like LLMs with RAG and LoRA, a GNN? Mamba, ResNet, AI") == [
+        "MoE",
+        "LLMs",
+        "RAG",
+        "LoRA",
+        "GNN",
+        "AI",
+    ]
+    assert not is_acronym("NeurIPS") and not is_acronym("COVID-19") and not is_acronym("I")
+
+
+@pytest.mark.parametrize(
+    ("acronym", "text", "words"),
+    [
+        ("MoE", "advances of mixture-of-experts (MoE) into transformers", "mixture-of-experts"),
+        ("LLMs", "Large language models (LLMs) are used", "Large language models"),
+        ("LLM", "Large language models (LLMs) are used", "Large language models"),
+        ("RLHF", "trained by reinforcement learning from human feedback (RLHF).", None),
+        ("LoRA", "we apply Low-Rank Adaptation (LoRA) to", "Low-Rank Adaptation"),
+        ("MoE", "we evaluate the model (MoE) on", None),  # no words it abbreviates
+        ("KV", "the cache (KV) grows", None),
+    ],
+)
+def test_the_words_an_abstract_defines_an_acronym_by(acronym, text, words):
+    found = defined_in(acronym, text)
+    if acronym == "RLHF":  # the fewest words that abbreviate it, "from" given no letter
+        assert found == "reinforcement learning from human feedback"
+    else:
+        assert found == words
+
+
+def test_the_definition_most_abstracts_give_wins():
+    texts = [
+        "reinforcement learning (RL) for agents",
+        "We study representation learning (RL) here",
+        "Reinforcement learning (RL) with rewards",
+        "no definition of RL at all",
+    ]
+    assert common_definition("RL", texts) == "reinforcement learning"
+    assert common_definition("RL", ["RL without words"]) is None
+
+
+def test_a_text_that_writes_the_words_out_mentions_the_acronym():
+    assert spelled_out("MoE", "a sparse mixture-of-experts model")
+    assert spelled_out("MoE", "a Mixture of Experts")
+    assert not spelled_out("MoE", "a model evaluation")  # two capitals: every letter a word
+    assert spelled_out("RLHF", "reinforcement learning from human feedback")
+    assert spelled_out("MRI", "by magnetic resonance imaging of the heart")
+    assert spelled_out("iPSC", "induced pluripotent stem cells")
+    assert spelled_out("LoRA", "Low-Rank Adaptation of weights")
+    assert writes_out({"MoE": "mixture-of-experts"}, ROUTING["abstract"])
+    assert not writes_out({"MoE": "mixture-of-experts"}, "a mixture-of-experts (MoE) model")
+
+
+def test_the_question_is_spelled_out_once():
+    words = {"MoE": "mixture-of-experts", "RL": r"reinforcement learning \1"}
+    asked = "Is the MoE model sparse, and is MoE trained by RL?"
+    spelled = spell(asked, words)
+    assert spelled == (
+        r"Is the MoE (mixture-of-experts) model sparse, and is MoE trained by RL "
+        r"(reinforcement learning \1)?"
+    )
+    assert spell(spelled, words) == spelled  # written out already: left as it is
+    assert spell("MoEs and SMoE", words) == "MoEs and SMoE"  # not the token
+
+
+def test_a_claim_about_the_moe_model_is_not_a_name_conflict():
+    cited = [PaperText(ROUTING["abstract"], ROUTING["title"])]
+    assert find_conflict("The MoE model activates 2 of its 64 experts [1].", cited) is None
+    conflict = find_conflict("The MoE model uses the GaLore optimizer [1].", cited)
+    assert conflict is not None and "GaLore" in conflict.reason
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, embedder, corpus_papers: list[Paper]) -> Path:
+    """T2MIR (which defines MoE), THG (whose name is an acronym), a sparse/dense distractor and
+    a few more from the shipped corpus, and the routing paper, which never says "MoE"."""
+    folder = tmp_path_factory.mktemp("acronyms")
+    wanted = ("T2MIR", "THG", "Encoding models based on word embeddings", "KVFlow", "LeMiCa")
+    picked = [p for p in corpus_papers if p.label in wanted]
+    assert len(picked) == len(wanted)
+    rows = [{"id": p.paper_id, "title": p.title or p.label, "abstract": p.abstract} for p in picked]
+    (folder / "papers.jsonl").write_text("\n".join(map(json.dumps, [*rows, ROUTING])) + "\n")
+    path = folder / "store"
+    with Assistant(load_settings(store={"path": path}), embedder=embedder) as assistant:
+        assert assistant.ingest([folder / "papers.jsonl"]).added == len(wanted) + 1
+    return path
+
+
+@pytest.fixture()
+def library(store: Path, embedder) -> Iterator[Assistant]:
+    with Assistant(load_settings(store={"path": store}), embedder=embedder) as assistant:
+        yield assistant
+
+
+def test_the_store_defines_the_acronym_but_not_a_papers_name(library):
+    assert library.definitions("Is the MoE model dense or sparse?") == {"MoE": "mixture-of-experts"}
+    assert library.definitions("What does THG speed up?") == {}  # the paper's name
+    assert library.definitions("Does the mixture-of-experts (MoE) model scale?") == {}
+
+
+def test_a_paper_that_only_writes_the_words_is_found_and_answers(library):
+    hits = library.search("Is the MoE model dense or sparse?", k=3)
+    assert hits[0].label == ROUTING["title"]
+    assert (hits[0].similarity or 0) >= library.settings.llm.min_similarity
+    answer = library.ask("Is the MoE model dense or sparse?")
+    assert not answer.refused, answer.text
+    assert [c.label for c in answer.citations] == [ROUTING["title"]]
+    assert "sparse mixture-of-experts" in answer.text
+
+
+def test_a_survey_of_an_acronym_cites_the_papers_that_write_it_out(library):
+    answer = library.ask("Which papers use MoE?")
+    assert {c.label for c in answer.citations} == {"T2MIR", ROUTING["title"]}
