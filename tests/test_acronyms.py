@@ -19,8 +19,10 @@ from assistant.text.acronyms import (
     common_definition,
     defined_in,
     is_acronym,
+    says,
     spell,
     spelled_out,
+    uses,
     writes_out,
 )
 
@@ -33,6 +35,24 @@ ROUTING = {
     "reasoning benchmarks while using 40% less compute per token. Load balancing with an "
     "auxiliary loss keeps every expert in use.",
 }
+ALIGNMENT = {
+    "id": "alignment-2024",
+    "title": "Parameter-Efficient Alignment of Open Models",
+    "year": 2024,
+    "abstract": "Low-rank adaptation (LoRA) trains small adapter matrices while freezing the base "
+    "weights. We combine LoRA with reinforcement learning from human feedback (RLHF) and show "
+    "that aligning a 13-billion-parameter model with rank-16 adapters matches full fine-tuning "
+    "on helpfulness ratings while updating only 0.2% of the parameters.",
+}
+GLIOMA = {
+    "id": "glioma-2023",
+    "title": "Automated Glioma Segmentation",
+    "year": 2023,
+    "abstract": "We present a segmentation network for magnetic resonance imaging (MRI) of "
+    "gliomas. Trained on MRI scans of 480 patients, it reaches a Dice score of 0.89 on the "
+    "tumour core, against 0.84 for the best earlier method.",
+}
+MINE = [ROUTING, ALIGNMENT, GLIOMA]
 
 
 def test_what_is_an_acronym():
@@ -44,6 +64,7 @@ def test_what_is_an_acronym():
         "GNN",
         "AI",
     ]
+    assert acronyms("iPSCs and mRNA, not GAN-style or COVID-19 or eBay") == ["iPSCs", "mRNA"]
     assert not is_acronym("NeurIPS") and not is_acronym("COVID-19") and not is_acronym("I")
 
 
@@ -55,6 +76,11 @@ def test_what_is_an_acronym():
         ("LLM", "Large language models (LLMs) are used", "Large language models"),
         ("RLHF", "trained by reinforcement learning from human feedback (RLHF).", None),
         ("LoRA", "we apply Low-Rank Adaptation (LoRA) to", "Low-Rank Adaptation"),
+        (
+            "iPSCs",
+            "Human induced pluripotent stem cells (iPSCs) were",
+            "induced pluripotent stem cells",
+        ),
         ("MoE", "we evaluate the model (MoE) on", None),  # no words it abbreviates
         ("KV", "the cache (KV) grows", None),
     ],
@@ -86,8 +112,11 @@ def test_a_text_that_writes_the_words_out_mentions_the_acronym():
     assert spelled_out("MRI", "by magnetic resonance imaging of the heart")
     assert spelled_out("iPSC", "induced pluripotent stem cells")
     assert spelled_out("LoRA", "Low-Rank Adaptation of weights")
+    assert not spelled_out("LoRA", "attacks such as LiRA and RMIA, at scale")  # names, "at"
     assert writes_out({"MoE": "mixture-of-experts"}, ROUTING["abstract"])
-    assert not writes_out({"MoE": "mixture-of-experts"}, "a mixture-of-experts (MoE) model")
+    assert not writes_out({"MoE": "mixture-of-experts"}, "a mixture-of-experts (MoEs) model")
+    assert uses({"LLM": "large language models"}, "three LLMs") and not uses({"LLM": ""}, "LLMOps")
+    assert says("Mixture of Experts", "a sparse mixture-of-experts model")
 
 
 def test_the_question_is_spelled_out_once():
@@ -99,6 +128,9 @@ def test_the_question_is_spelled_out_once():
         r"(reinforcement learning \1)?"
     )
     assert spell(spelled, words) == spelled  # written out already: left as it is
+    assert spell("Is the Mixture of Experts MoE sparse?", words) == (
+        "Is the Mixture of Experts MoE sparse?"
+    )
     assert spell("MoEs and SMoE", words) == "MoEs and SMoE"  # not the token
 
 
@@ -118,10 +150,10 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder, corpus_papers: lis
     picked = [p for p in corpus_papers if p.label in wanted]
     assert len(picked) == len(wanted)
     rows = [{"id": p.paper_id, "title": p.title or p.label, "abstract": p.abstract} for p in picked]
-    (folder / "papers.jsonl").write_text("\n".join(map(json.dumps, [*rows, ROUTING])) + "\n")
+    (folder / "papers.jsonl").write_text("\n".join(map(json.dumps, [*rows, *MINE])) + "\n")
     path = folder / "store"
     with Assistant(load_settings(store={"path": path}), embedder=embedder) as assistant:
-        assert assistant.ingest([folder / "papers.jsonl"]).added == len(wanted) + 1
+        assert assistant.ingest([folder / "papers.jsonl"]).added == len(wanted) + len(MINE)
     return path
 
 
@@ -135,6 +167,14 @@ def test_the_store_defines_the_acronym_but_not_a_papers_name(library):
     assert library.definitions("Is the MoE model dense or sparse?") == {"MoE": "mixture-of-experts"}
     assert library.definitions("What does THG speed up?") == {}  # the paper's name
     assert library.definitions("Does the mixture-of-experts (MoE) model scale?") == {}
+    # an acronym a paper defines and uses is no name of it; the initials of "reduce latency"
+    # do not write RL out
+    assert library.definitions("Which MRI study reached a Dice score?") == {
+        "MRI": "magnetic resonance imaging"
+    }
+    assert library.definitions("Which RLHF methods reduce latency?") == {
+        "RLHF": "reinforcement learning from human feedback"
+    }
 
 
 def test_a_paper_that_only_writes_the_words_is_found_and_answers(library):
@@ -150,3 +190,13 @@ def test_a_paper_that_only_writes_the_words_is_found_and_answers(library):
 def test_a_survey_of_an_acronym_cites_the_papers_that_write_it_out(library):
     answer = library.ask("Which papers use MoE?")
     assert {c.label for c in answer.citations} == {"T2MIR", ROUTING["title"]}
+
+
+def test_a_paper_that_defines_the_acronym_it_uses_answers_for_it(library):
+    """ "Which papers study RLHF?" was refused: the paper says "(RLHF)", which the embedder
+    puts far from the question, and its acronym was taken for the paper's name."""
+    answer = library.ask("Which papers study RLHF?")
+    assert not answer.refused, answer.text
+    assert [c.label for c in answer.citations] == [ALIGNMENT["title"]]
+    answer = library.ask("What Dice score did the MRI glioma segmentation reach?")
+    assert not answer.refused and "0.89" in answer.text

@@ -13,6 +13,7 @@ from collections import Counter
 from functools import lru_cache
 
 from assistant.ingest.phrases import topic_phrase
+from assistant.text.acronyms import defined_in
 from assistant.text.normalise import split_sentences
 
 # A coined name: mixed case (KVFlow, LeMiCa), an acronym not in the common list (THG), or with
@@ -192,6 +193,21 @@ def _spelled_out(abstract: str) -> str | None:
         if initials.upper() == acronym.replace("-", "").upper():
             return phrase
     return None
+
+
+_NAME_LINKS = frozenset({"and", "of", "for", "the", "in", "on", "with", "to", "a", "an"})
+
+
+def introduces(acronym: str, abstract: str) -> bool:
+    """The abstract introduces the acronym as the name of its contribution, its words
+    capitalised as a name's: "we propose Tortoise and Hare Guidance (THG)", not "we present a
+    network for magnetic resonance imaging (MRI)"."""
+    if coined_name(abstract) != acronym:
+        return False
+    if not any(match.group(1) == acronym for match in _INTRO_ACRONYM.finditer(abstract)):
+        return False
+    words = defined_in(acronym, abstract)
+    return words is None or all(w[0].isupper() for w in words.split() if w not in _NAME_LINKS)
 
 
 @lru_cache(maxsize=2048)  # asked of each hit, several times per question (``Hit.names``)

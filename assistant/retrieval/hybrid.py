@@ -19,11 +19,18 @@ import numpy as np
 
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.corpus import Paper
-from assistant.ingest.labels import coined_name
+from assistant.ingest.labels import coined_name, introduces
 from assistant.settings import RetrievalSettings
 from assistant.store.base import Filter, Kind, Match, Store
 from assistant.store.filters import filter_fields
-from assistant.text.acronyms import acronyms, common_definition, spell, spelled_out
+from assistant.text.acronyms import (
+    acronyms,
+    common_definition,
+    defined_in,
+    is_acronym,
+    says,
+    spell,
+)
 from assistant.text.terms import analyze
 
 # Where a name ends: not inside a longer word or hyphenated compound ("Flow" is not named by
@@ -69,7 +76,7 @@ class Hit:
         its label pairs ("MultALMC and MultCDiff")."""
         title = self.paper.title or ""
         found = [self.label, title, re.split(r":| - | — ", title, maxsplit=1)[0]]
-        found.append(coined_name(self.text) or "")
+        found.append(_coined(self.text))
         pair = re.fullmatch(r"(\S+) and (\S+)", self.label)  # "MAIL-BRO and MURMAIL": either
         found.extend(pair.groups() if pair else ())
         return [n.strip() for n in dict.fromkeys(found) if len(n.strip()) >= 3 and "…" not in n]
@@ -137,6 +144,24 @@ class Candidates:
     chunks: list[tuple[str, str, float]]  # (paper_id, best chunk id, cosine)
     sentences: list[tuple[str, str, float]]  # (paper_id, best sentence id, cosine)
     lexical: list[tuple[str, float]]  # (paper_id, BM25 score)
+
+
+def _coined(abstract: str) -> str:
+    """The name the abstract coins, but not an acronym it defines without introducing it as
+    its contribution ("we combine LoRA with reinforcement learning from human feedback
+    (RLHF)": the paper is not called RLHF)."""
+    name = coined_name(abstract) or ""
+    if is_acronym(name) and defined_in(name, abstract) and not introduces(name, abstract):
+        return ""
+    return name
+
+
+def _named_by(acronym: str, paper: Paper) -> bool:
+    """The acronym is the paper's name: its label, its title's head ("THG: ..."), or the name
+    its abstract introduces ("we propose Tortoise and Hare Guidance (THG)"), not an acronym
+    it defines and uses ("magnetic resonance imaging (MRI)")."""
+    head = re.split(r":| - | — ", paper.title or "", maxsplit=1)[0].strip()
+    return acronym in (paper.label, head) or introduces(acronym, paper.abstract)
 
 
 def _best_per_paper(matches: Sequence[Match], n: int) -> list[tuple[str, str, float]]:
@@ -213,20 +238,20 @@ class HybridRetriever:
 
     def definitions(self, query: str) -> dict[str, str]:
         """The words each acronym of the query stands for, as most of the ``DEFINERS`` papers
-        the lexical index finds for it define it ("mixture-of-experts" for MoE): the embedder
-        knows the words far better than the acronym, and an abstract may write only the words.
-        Not for an acronym the query writes out, no abstract defines, or that names a paper
-        ("THG"): its words are that paper's title, not what the question asks."""
+        the lexical index finds for it (or its plural) define it ("mixture-of-experts" for
+        MoE): the embedder knows the words far better than the acronym, and an abstract may
+        write only the words. Not for an acronym whose words the query says, that no abstract
+        defines, or that names a paper ("THG"): its words are that paper's title, not what the
+        question asks."""
         found: dict[str, str] = {}
         for acronym in acronyms(query):
-            if spelled_out(acronym, query):
-                continue
-            ids = [pid for pid, _ in self.store.lexical(acronym, DEFINERS, Filter())]
-            papers = list(self.store.papers(ids).values())
-            if any(acronym in (p.label, coined_name(p.abstract)) for p in papers):
+            singular = acronym[:-1] if acronym.endswith("s") else acronym
+            hits = self.store.lexical(f"{singular} {singular}s", DEFINERS, Filter())
+            papers = list(self.store.papers([pid for pid, _ in hits]).values())
+            if any(_named_by(acronym, paper) for paper in papers):
                 continue
             words = common_definition(acronym, (p.text_for_index for p in papers))
-            if words:
+            if words and not says(words, query):
                 found[acronym] = words
         return found
 

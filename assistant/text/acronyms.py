@@ -14,21 +14,27 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 _SMALL_WORDS = frozenset(
-    {"of", "and", "the", "for", "from", "in", "on", "to", "a", "an", "with", "by"}
+    {"of", "and", "the", "for", "from", "in", "on", "at", "to", "a", "an", "with", "by", "via"}
 )
-_TOKEN = re.compile(r"(?<![\w-])[A-Z][A-Za-z]{1,6}(?![\w-])")
+# A word of its own: not in a hyphenated one ("GAN-style", "COVID-19"), whose other part
+# says what it means.
+_TOKEN = re.compile(r"(?<![\w-])[a-z]?[A-Z][A-Za-z]{1,6}(?![\w-])")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
 _LONGEST = 10  # words of a definition, at most
 
 
 def _core(acronym: str) -> str:
-    """The acronym without a plural "s" ("LLMs" -> "LLM")."""
-    return acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
+    """The acronym without a plural "s" ("LLMs" -> "LLM", "MoEs" -> "MoE")."""
+    return (
+        acronym[:-1]
+        if len(acronym) > 2 and acronym[-1] == "s" and acronym[-2].isupper()
+        else acronym
+    )
 
 
 def is_acronym(token: str) -> bool:
     """Two to six letters, at least two of them capitals and at least half ("MoE", "GNNs",
-    "LoRA", "RAG"), not a word with a capital first ("Mamba") or a coined name ("ResNet")."""
+    "LoRA", "iPSCs"), not a word with a capital first ("Mamba") or a coined name ("ResNet")."""
     core = _core(token)
     caps = sum(c.isupper() for c in core)
     return core.isalpha() and 2 <= len(core) <= 6 and caps >= 2 and 2 * caps >= len(core)
@@ -39,39 +45,62 @@ def acronyms(text: str) -> list[str]:
     return list(dict.fromkeys(t for t in _TOKEN.findall(text) if is_acronym(t)))
 
 
+def _parts(words: Iterable[str]) -> list[str]:
+    return [p for w in words for p in w.split("-") if p]
+
+
 def _initials(words: Iterable[str], *, small: bool) -> str:
     """The first letters of the words (a hyphenated word gives one per part), upper-cased;
     without ``small``, "of", "and" and the like give none."""
-    parts = [p for w in words for p in w.split("-") if p]
-    return "".join(p[0] for p in parts if small or p.lower() not in _SMALL_WORDS).upper()
+    return "".join(p[0] for p in _parts(words) if small or p.lower() not in _SMALL_WORDS).upper()
+
+
+def _plain(words: list[str]) -> bool:
+    """Words, not acronyms or names: no part with two capitals ("LiRA and RMIA" is no LoRA)."""
+    return all(sum(c.isupper() for c in p) < 2 for p in _parts(words))
+
+
+def _every_letter(acronym: str, words: list[str]) -> bool:
+    """One word per letter: "mixture of experts" for MoE, "induced pluripotent stem cells"."""
+    return _plain(words) and _initials(words, small=True) == _core(acronym).upper()
 
 
 def _abbreviates(acronym: str, words: list[str]) -> bool:
-    """The words are what the acronym abbreviates: one letter per word ("mixture of experts",
-    "retrieval-augmented generation"), or one per capital and word but the small ones
-    ("reinforcement learning from human feedback" for RLHF, "Low-Rank Adaptation" for LoRA;
-    not for two capitals and a small letter: "model evaluation" is no MoE)."""
-    core = _core(acronym)
-    if _initials(words, small=True) == core.upper():
+    """The words are what the acronym abbreviates: one per letter, or one per capital and word
+    but the small ones ("reinforcement learning from human feedback" for RLHF, "Low-Rank
+    Adaptation" for LoRA; not for two capitals and a small letter: "model evaluation" is no
+    MoE)."""
+    if _every_letter(acronym, words):
         return True
+    core = _core(acronym)
     capitals = "".join(c for c in core if c.isupper())
-    return (core.isupper() or len(capitals) >= 3) and _initials(words, small=False) == capitals
+    return (
+        (core.isupper() or len(capitals) >= 3)
+        and _plain(words)
+        and _initials(words, small=False) == capitals
+    )
 
 
 def defined_in(acronym: str, text: str) -> str | None:
     """The words the text defines the acronym by: "mixture-of-experts" in "advances of
-    mixture-of-experts (MoE) into ...", the fewest words before the parenthesis that it
-    abbreviates; None when the text defines it nowhere."""
+    mixture-of-experts (MoE) into ...": the nearest words before the parenthesis with a letter
+    each ("induced pluripotent stem cells" for iPSCs), else the fewest that abbreviate it
+    ("Low-Rank Adaptation" for LoRA); None when the text defines it nowhere."""
     name = re.escape(_core(acronym))
     for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text):
         sentence_start = max(text.rfind(". ", 0, match.start()), text.rfind("(", 0, match.start()))
         before = _WORD.findall(text[sentence_start + 1 : match.start()])[-_LONGEST:]
+        fewest = None
         for start in range(len(before) - 1, -1, -1):
             words = before[start:]
             if words[0].lower() in _SMALL_WORDS:
                 continue
-            if _abbreviates(acronym, words):
+            if _every_letter(acronym, words):
                 return " ".join(words)
+            if fewest is None and _abbreviates(acronym, words):
+                fewest = " ".join(words)
+        if fewest:
+            return fewest
     return None
 
 
@@ -91,6 +120,15 @@ def spelled_out(acronym: str, text: str) -> bool:
             if run[0][0].upper() == letters[0] and _abbreviates(core, run):
                 return True
     return False
+
+
+def _flat(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def says(words: str, text: str) -> bool:
+    """The text contains the words, case, hyphens and punctuation aside."""
+    return f" {_flat(words)} " in f" {_flat(text)} "
 
 
 def common_definition(acronym: str, texts: Iterable[str]) -> str | None:
@@ -114,17 +152,25 @@ def _escaped(words: str) -> str:
 
 def spell(text: str, definitions: Mapping[str, str]) -> str:
     """The text with each defined acronym followed by its words, once: "Is the MoE
-    (mixture-of-experts) model sparse?". An acronym the text writes out stays as it is."""
+    (mixture-of-experts) model sparse?". An acronym whose words the text already says stays
+    as it is."""
     for acronym, words in definitions.items():
-        if not spelled_out(acronym, text):
+        if not says(words, text):
             token = rf"(?<![\w-])({re.escape(acronym)})(?![\w-])"
             text = re.sub(token, rf"\1 ({_escaped(words)})", text, count=1)
     return text
 
 
+def _uses(acronym: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(_core(acronym))}s?(?![\w-])", text) is not None
+
+
 def writes_out(definitions: Mapping[str, str], text: str) -> bool:
-    """The text writes out the words of one of the acronyms and does not use the acronym."""
-    return any(
-        spelled_out(acronym, text) and not re.search(rf"(?<![\w-]){re.escape(acronym)}", text)
-        for acronym in definitions
-    )
+    """The text says the words of one of the acronyms ("a sparse mixture-of-experts model")
+    and does not use the acronym: a sentence that uses it is matched by it."""
+    return any(says(words, text) and not _uses(a, text) for a, words in definitions.items())
+
+
+def uses(definitions: Mapping[str, str], text: str) -> bool:
+    """The text uses one of the acronyms ("RLHF", "LLMs" for LLM)."""
+    return any(_uses(acronym, text) for acronym in definitions)

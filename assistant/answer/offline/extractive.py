@@ -79,7 +79,7 @@ from assistant.answer.sources import Context
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.chunking import sentences_of
 from assistant.retrieval.hybrid import Hit
-from assistant.text.acronyms import spell, with_written_out, writes_out
+from assistant.text.acronyms import spell, uses, with_written_out, writes_out
 from assistant.text.terms import analyze
 
 NOTICE = (
@@ -220,23 +220,20 @@ class ExtractiveProvider(Provider):
             return [], np.zeros((0, 0), dtype=np.float32)
         vectors = self._vectors([r[3] for r in rows], [r[2] for r in rows])
         similarity = vectors @ self.embedder.embed_query(context.question)
-        # A sentence that writes out the words of the question's acronym and not the acronym
-        # ("a sparse mixture-of-experts model" for "MoE") is ranked by its similarity to the
-        # question spelled out the same way; the answer's thresholds read the similarity to
-        # the question as asked, which they were fitted on.
-        ranking = similarity
+        # A sentence that says the words of the question's acronym and not the acronym ("a
+        # sparse mixture-of-experts model" for "MoE") is as close as it is to the question
+        # spelled out the same way: the embedder hardly knows the acronym. Every other
+        # sentence keeps its similarity to the question as asked, which the answer's
+        # thresholds were fitted on.
         definitions = dict(context.definitions)
         if written := [i for i, r in enumerate(rows) if writes_out(definitions, r[2])]:
             spelled = self.embedder.embed_query(spell(context.question, definitions))
-            ranking = similarity.copy()
-            ranking[written] = vectors[written] @ spelled
+            similarity[written] = vectors[written] @ spelled
         query_terms = set(analyze([context.question])[0])
         wants_quantity = asks_quantity(context.question)
         sentence_terms = analyze([r[2] for r in rows])
         candidates = []
-        for (n, i, s, _), sim, near, terms in zip(
-            rows, similarity, ranking, sentence_terms, strict=True
-        ):
+        for (n, i, s, _), sim, terms in zip(rows, similarity, sentence_terms, strict=True):
             overlap = len(query_terms & set(terms)) / len(query_terms) if query_terms else 0.0
             contribution = bool(_CONTRIBUTION.search(s))
             cue = 0.05 if contribution else 0.0
@@ -246,7 +243,7 @@ class ExtractiveProvider(Provider):
                 cue -= 0.3
             if wants_quantity and _HAS_NUMBER.search(s):
                 cue += 0.08
-            score = float(near) + 0.25 * overlap + cue + 0.03 / n
+            score = float(sim) + 0.25 * overlap + cue + 0.03 / n
             candidates.append(Candidate(n, i, s, score, float(sim), opening))
         return self._with_answer_odds(context.question, candidates), vectors
 
@@ -278,11 +275,14 @@ class ExtractiveProvider(Provider):
         best = _best_per_paper(candidates, "score")
         likeliest = _best_per_paper(candidates, "answer")
         floor = -1.0 if context.pinned else self.min_similarity
+        # A sentence that uses the acronym asked about ("RLHF") is about it, however far the
+        # embedder, which hardly knows the acronym, puts it from the question.
+        definitions = dict(context.definitions)
         eligible = [
             idx
             for idx, cand in enumerate(candidates)
             if cand.source in papers
-            and cand.similarity >= floor
+            and (cand.similarity >= floor or uses(definitions, cand.text))
             and cand.answer >= likeliest[cand.source] - self.answer_margin
         ]
         survey = len(papers) > 1
