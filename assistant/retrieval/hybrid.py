@@ -156,6 +156,14 @@ def _coined(abstract: str) -> str:
     return name
 
 
+def _halfway(written: np.ndarray, spelled: np.ndarray) -> np.ndarray:
+    """The query's vector with acronyms spelled out: halfway between the question as written
+    and as spelled (the embedder knows some acronyms: "TCR" alone finds SciFact's T cell
+    receptor papers as well as spelled out; "MoE" and "RLHF" alone find nothing)."""
+    both = written + spelled
+    return both / np.linalg.norm(both)
+
+
 def _named_by(acronym: str, paper: Paper) -> bool:
     """The acronym is the paper's name: its label, its title's head ("THG: ..."), or the name
     its abstract introduces ("we propose Tortoise and Hare Guidance (THG)"), not an acronym
@@ -192,10 +200,6 @@ class HybridRetriever:
 
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
-        # The embedder reads the acronyms spelled out; BM25 matches them as written (their
-        # words, common ones, spread its scores over every paper on the topic: SciFact test
-        # nDCG@10 0.739 with them, 0.745 without).
-        spelled = spell(query, self.definitions(query))
         if where.catalog_only:  # author, title, DOI, year range: the catalog names the papers
             ids = self.store.matching(where)
             if not ids:
@@ -207,13 +211,23 @@ class HybridRetriever:
         # chromadb's import), resolves the filter and runs BM25; then the sentence search
         # runs beside the chunk search.
         with ThreadPoolExecutor(max_workers=1) as pool:
-            embedding = pool.submit(self._embed, query, spelled) if dense else None
+            embedding = pool.submit(self.embedder.embed_query, query) if dense else None
+            # The embedder also reads the acronyms spelled out (looked up while the query is
+            # embedded); BM25 matches them as written (their words, common ones, spread its
+            # scores over every paper on the topic: SciFact test nDCG@10 0.739 with them,
+            # 0.745 without).
+            spelled = spell(query, self.definitions(query)) if dense else query
+            spelled_embedding = (
+                pool.submit(self.embedder.embed_query, spelled) if spelled != query else None
+            )
             self.store.warm()
             if where:  # resolved once here, not by both dense searches at the same moment
                 self.store.matching(where)
                 self.store.prepare(where, _kinds(cfg) if dense else [])
             lexical = self.store.lexical(query, n, where) if cfg.lexical_weight else []
             vector = embedding.result() if embedding is not None else None
+            if vector is not None and spelled_embedding is not None:
+                vector = _halfway(vector, spelled_embedding.result())
             sentence_search = None
             if vector is not None and cfg.sentence_weight and self.store.keeps_sentences:
                 # Papers have a few chunks and many sentences: enough to cover n papers (each
@@ -257,15 +271,6 @@ class HybridRetriever:
             if words and not says(words, query):
                 found[acronym] = words
         return found
-
-    def _embed(self, query: str, spelled: str) -> np.ndarray:
-        """The query's vector; with acronyms spelled out, halfway between the query as written
-        and as spelled (the embedder knows some acronyms: "TCR" alone finds SciFact's T cell
-        receptor papers as well as spelled out, "MoE" and "RLHF" alone find nothing)."""
-        if spelled == query:
-            return self.embedder.embed_query(query)
-        both = self.embedder.embed([query, spelled]).sum(axis=0)
-        return both / np.linalg.norm(both)
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
