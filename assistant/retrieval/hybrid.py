@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from assistant.text.acronyms import (
     defined_in,
     is_acronym,
     says,
+    singular,
     spell,
 )
 from assistant.text.terms import analyze
@@ -75,7 +76,7 @@ class Hit:
         colon ("Stop Summation"), the name its abstract coins ("PURE"), and each of two names
         its label pairs ("MultALMC and MultCDiff")."""
         title = self.paper.title or ""
-        found = [self.label, title, re.split(r":| - | — ", title, maxsplit=1)[0]]
+        found = [self.label, title, _title_head(title)]
         found.append(_coined(self.text))
         pair = re.fullmatch(r"(\S+) and (\S+)", self.label)  # "MAIL-BRO and MURMAIL": either
         found.extend(pair.groups() if pair else ())
@@ -146,6 +147,12 @@ class Candidates:
     lexical: list[tuple[str, float]]  # (paper_id, BM25 score)
 
 
+def _title_head(title: str) -> str:
+    """The title before a colon or dash: "Stop Summation" of "Stop Summation: ..."."""
+    return re.split(r":| - | — ", title, maxsplit=1)[0]
+
+
+@lru_cache(maxsize=2048)  # asked of each hit, several times per question, as ``coined_name``
 def _coined(abstract: str) -> str:
     """The name the abstract coins, but not an acronym it defines without introducing it as
     its contribution ("we combine LoRA with reinforcement learning from human feedback
@@ -168,7 +175,7 @@ def _named_by(acronym: str, paper: Paper) -> bool:
     """The acronym is the paper's name: its label, its title's head ("THG: ..."), or the name
     its abstract introduces ("we propose Tortoise and Hare Guidance (THG)"), not an acronym
     it defines and uses ("magnetic resonance imaging (MRI)")."""
-    head = re.split(r":| - | — ", paper.title or "", maxsplit=1)[0].strip()
+    head = _title_head(paper.title or "").strip()
     return acronym in (paper.label, head) or introduces(acronym, paper.abstract)
 
 
@@ -262,8 +269,8 @@ class HybridRetriever:
         question asks."""
         found: dict[str, str] = {}
         for acronym in acronyms(query):
-            singular = acronym[:-1] if acronym.endswith("s") else acronym
-            hits = self.store.lexical(f"{singular} {singular}s", DEFINERS, Filter())
+            one = singular(acronym)
+            hits = self.store.lexical(f"{one} {one}s", DEFINERS, Filter())
             papers = list(self.store.papers([pid for pid, _ in hits]).values())
             if any(_named_by(acronym, paper) for paper in papers):
                 continue

@@ -23,7 +23,7 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
 _LONGEST = 10  # words of a definition, at most
 
 
-def _core(acronym: str) -> str:
+def singular(acronym: str) -> str:
     """The acronym without a plural "s" ("LLMs" -> "LLM", "MoEs" -> "MoE")."""
     return (
         acronym[:-1]
@@ -35,7 +35,7 @@ def _core(acronym: str) -> str:
 def is_acronym(token: str) -> bool:
     """Two to six letters, at least two of them capitals and at least half ("MoE", "GNNs",
     "LoRA", "iPSCs"), not a word with a capital first ("Mamba") or a coined name ("ResNet")."""
-    core = _core(token)
+    core = singular(token)
     caps = sum(c.isupper() for c in core)
     return core.isalpha() and 2 <= len(core) <= 6 and caps >= 2 and 2 * caps >= len(core)
 
@@ -62,7 +62,7 @@ def _plain(words: list[str]) -> bool:
 
 def _every_letter(acronym: str, words: list[str]) -> bool:
     """One word per letter: "mixture of experts" for MoE, "induced pluripotent stem cells"."""
-    return _plain(words) and _initials(words, small=True) == _core(acronym).upper()
+    return _plain(words) and _initials(words, small=True) == singular(acronym).upper()
 
 
 def _abbreviates(acronym: str, words: list[str]) -> bool:
@@ -72,7 +72,7 @@ def _abbreviates(acronym: str, words: list[str]) -> bool:
     MoE)."""
     if _every_letter(acronym, words):
         return True
-    core = _core(acronym)
+    core = singular(acronym)
     capitals = "".join(c for c in core if c.isupper())
     return (
         (core.isupper() or len(capitals) >= 3)
@@ -86,7 +86,7 @@ def defined_in(acronym: str, text: str) -> str | None:
     mixture-of-experts (MoE) into ...": the nearest words before the parenthesis with a letter
     each ("induced pluripotent stem cells" for iPSCs), else the fewest that abbreviate it
     ("Low-Rank Adaptation" for LoRA); None when the text defines it nowhere."""
-    name = re.escape(_core(acronym))
+    name = re.escape(singular(acronym))
     for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text):
         sentence_start = max(text.rfind(". ", 0, match.start()), text.rfind("(", 0, match.start()))
         before = _WORD.findall(text[sentence_start + 1 : match.start()])[-_LONGEST:]
@@ -107,7 +107,7 @@ def defined_in(acronym: str, text: str) -> str | None:
 def spelled_out(acronym: str, text: str) -> bool:
     """The text writes out the words the acronym abbreviates: "magnetic resonance imaging"
     for MRI, "mixture-of-experts" for MoE, "induced pluripotent stem cells" for iPSC."""
-    core = _core(acronym)
+    core = singular(acronym)
     letters = core.upper()
     if not (2 <= len(letters) <= 6 and letters.isalpha()):
         return False
@@ -162,7 +162,7 @@ def spell(text: str, definitions: Mapping[str, str]) -> str:
 
 
 def _uses(acronym: str, text: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(_core(acronym))}s?(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w-]){re.escape(singular(acronym))}s?(?![\w-])", text) is not None
 
 
 def writes_out(definitions: Mapping[str, str], text: str) -> bool:
