@@ -96,6 +96,7 @@ class Assistant:
         self._store: Store | None = backend
         self._provider: Provider | None = provider
         self._verifier: Verifier | None = None
+        self._retriever: HybridRetriever | None = None
         self._may_create = False  # only ingest creates a store; reading a missing one is an error
         # Eval workers share one Assistant: lazy wiring and the lexical refresh happen once.
         self._wiring = threading.RLock()
@@ -216,8 +217,14 @@ class Assistant:
             raise StoreEmptyError(empty_store_message(self.store_dir, self.settings))
 
     def retriever(self) -> HybridRetriever:
+        """One retriever while the store and embedder stay (it keeps what the store defines
+        the question's acronyms as)."""
         self.require_papers()
-        return HybridRetriever(self.embedder, self.store, self.settings.retrieval)
+        wiring = (self.embedder, self.store, self.settings.retrieval)
+        kept = self._retriever
+        if kept is None or (kept.embedder, kept.store, kept.settings) != wiring:
+            kept = self._retriever = HybridRetriever(*wiring)
+        return kept
 
     # -- API --------------------------------------------------------------------------------
     def ingest(

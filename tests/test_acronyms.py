@@ -6,8 +6,10 @@ spell out. Real MiniLM: how far an acronym is from its words is what this is abo
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +202,38 @@ def test_a_paper_that_defines_the_acronym_it_uses_answers_for_it(library):
     assert [c.label for c in answer.citations] == [ALIGNMENT["title"]]
     answer = library.ask("What Dice score did the MRI glioma segmentation reach?")
     assert not answer.refused and "0.89" in answer.text
+
+
+def test_a_definition_is_looked_up_once_until_the_store_changes(store, embedder, tmp_path):
+    """A question asks for its acronyms' definitions for each part and topic, and its answer
+    once more: the store is read once per acronym, and again once another writer (here a
+    second Assistant, as another process would) has changed the store."""
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    settings = load_settings(store={"path": copy})
+    with Assistant(settings, embedder=embedder) as reader:
+        lookups: list[str] = []
+        lexical = reader.store.lexical
+
+        def counted(query: str, *args: Any) -> Any:
+            lookups.append(query)
+            return lexical(query, *args)
+
+        reader.store.lexical = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            assert reader.definitions("Which GNN reads molecules best?") == {}
+        assert lookups == ["GNN GNNs"]
+        papers = tmp_path / "gnn.jsonl"
+        row = {
+            "id": "gnn-2025",
+            "title": "Message passing for molecules",
+            "abstract": "Graph neural networks (GNNs) predict the properties of molecules; we "
+            "find that a GNN with edge features halves the error on solubility.",
+        }
+        papers.write_text(json.dumps(row) + "\n")
+        with Assistant(settings, embedder=embedder) as writer:
+            assert writer.ingest([papers]).added == 1
+        assert reader.definitions("Which GNN reads molecules best?") == {
+            "GNN": "graph neural networks"
+        }
+        assert lookups == ["GNN GNNs", "GNN GNNs"]

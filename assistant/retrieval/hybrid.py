@@ -41,6 +41,7 @@ _NAME_END = r"(?!\w)(?!-(?!(?:v\d+(?:\.\d+)?|\d+(?:\.\d+)?[bmk])(?:-[a-z]+)?(?![
 
 
 DEFINERS = 5  # papers read for the definition of a query's acronym
+KEPT_DEFINITIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,7 @@ class HybridRetriever:
         self.embedder = embedder
         self.store = store
         self.settings = settings
+        self._definitions: dict[tuple[int, str], str | None] = {}
 
     def candidates(self, query: str, n: int, where: Filter) -> Candidates:
         cfg = self.settings
@@ -269,15 +271,28 @@ class HybridRetriever:
         question asks."""
         found: dict[str, str] = {}
         for acronym in acronyms(query):
-            one = singular(acronym)
-            hits = self.store.lexical(f"{one} {one}s", DEFINERS, Filter())
-            papers = list(self.store.papers([pid for pid, _ in hits]).values())
-            if any(_named_by(acronym, paper) for paper in papers):
-                continue
-            words = common_definition(acronym, (p.text_for_index for p in papers))
+            words = self._definition(acronym)
             if words and not says(words, query):
                 found[acronym] = words
         return found
+
+    def _definition(self, acronym: str) -> str | None:
+        """What the store defines the acronym as (None: nothing, or a paper's name), kept
+        while the store's ready papers stay as they are: a question asks it of each of its
+        parts and topics, and the answer once more."""
+        key = (self.store.stamp(), acronym)
+        if key in self._definitions:
+            return self._definitions[key]
+        one = singular(acronym)
+        hits = self.store.lexical(f"{one} {one}s", DEFINERS, Filter())
+        papers = list(self.store.papers([pid for pid, _ in hits]).values())
+        words = None
+        if not any(_named_by(acronym, paper) for paper in papers):
+            words = common_definition(acronym, (p.text_for_index for p in papers))
+        if len(self._definitions) >= KEPT_DEFINITIONS:
+            self._definitions.clear()  # a new generation or many acronyms: start again
+        self._definitions[key] = words
+        return words
 
     def search(
         self, query: str, k: int | None = None, filters: Mapping[str, Any] | None = None
