@@ -25,6 +25,7 @@ from assistant.text.acronyms import (
     spell,
     spelled_out,
     uses,
+    with_written_out,
     writes_out,
 )
 
@@ -54,7 +55,24 @@ GLIOMA = {
     "gliomas. Trained on MRI scans of 480 patients, it reaches a Dice score of 0.89 on the "
     "tumour core, against 0.84 for the best earlier method.",
 }
-MINE = [ROUTING, ALIGNMENT, GLIOMA]
+# One defines ViTs (letters from inside its words), the other only writes the words out.
+PRUNING = {
+    "id": "pruning-2025",
+    "title": "Patch pruning for faster inference",
+    "year": 2025,
+    "abstract": "Vision Transformers (ViTs) split an image into patches. We prune 40% of the "
+    "patches after the fourth layer and keep ImageNet accuracy within 0.3 points while "
+    "running 1.6 times faster.",
+}
+REGISTERS = {
+    "id": "registers-2024",
+    "title": "Registers for image models",
+    "year": 2024,
+    "abstract": "Large vision transformers trained without labels develop high-norm tokens in "
+    "background regions. Adding four learnable register tokens removes these artifacts and "
+    "improves dense prediction by 2 points mIoU.",
+}
+MINE = [ROUTING, ALIGNMENT, GLIOMA, PRUNING, REGISTERS]
 
 
 def test_what_is_an_acronym():
@@ -83,6 +101,11 @@ def test_what_is_an_acronym():
             "Human induced pluripotent stem cells (iPSCs) were",
             "induced pluripotent stem cells",
         ),
+        # letters from inside the words
+        ("ViTs", "Vision Transformers (ViTs) split images", "Vision Transformers"),
+        ("DiT", "we scale the diffusion transformer (DiT) to", "diffusion transformer"),
+        ("ELBO", "by maximizing the evidence lower bound (ELBO)", "evidence lower bound"),
+        ("SAE", "Sparse autoencoders (SAEs) split activations", "Sparse autoencoders"),
         ("MoE", "we evaluate the model (MoE) on", None),  # no words it abbreviates
         ("KV", "the cache (KV) grows", None),
     ],
@@ -119,6 +142,17 @@ def test_a_text_that_writes_the_words_out_mentions_the_acronym():
     assert not writes_out({"MoE": "mixture-of-experts"}, "a mixture-of-experts (MoEs) model")
     assert uses({"LLM": "large language models"}, "three LLMs") and not uses({"LLM": ""}, "LLMOps")
     assert says("Mixture of Experts", "a sparse mixture-of-experts model")
+    assert says("vision transformers", "a vision transformer") and says("GNN", "three GNNs")
+    assert not says("vision transformer", "vision transformations")
+    # the store's definition counts where initials do not ("ViT": V and T, one i inside)
+    written = with_written_out(
+        "Do ViTs scale?", "large vision transformers", {"ViTs": "vision transformers"}
+    )
+    assert written.endswith(" ViTs")
+    assert (
+        with_written_out("Do ViTs scale?", "large vision transformers")
+        == "large vision transformers"
+    )
 
 
 def test_the_question_is_spelled_out_once():
@@ -192,6 +226,16 @@ def test_a_paper_that_only_writes_the_words_is_found_and_answers(library):
 def test_a_survey_of_an_acronym_cites_the_papers_that_write_it_out(library):
     answer = library.ask("Which papers use MoE?")
     assert {c.label for c in answer.citations} == {"T2MIR", ROUTING["title"]}
+
+
+def test_a_survey_cites_the_paper_that_writes_out_what_the_store_defines(library):
+    """ViTs is "Vision Transformers" with the i from inside "Vision": no abstract defined it
+    before, so the survey cited only the paper that says "ViTs" (and, on a store without it,
+    only a paper on patches)."""
+    assert library.definitions("Which papers study ViTs?") == {"ViTs": "vision transformers"}
+    answer = library.ask("Which papers study ViTs?")
+    assert {c.label for c in answer.citations} == {PRUNING["title"], REGISTERS["title"]}
+    assert "Large vision transformers trained without labels" in answer.text
 
 
 def test_a_paper_that_defines_the_acronym_it_uses_answers_for_it(library):

@@ -81,16 +81,53 @@ def _abbreviates(acronym: str, words: list[str]) -> bool:
     )
 
 
+def _within(letters: str, parts: list[str]) -> bool:
+    """Each part starts with the next of the letters, and the letters between are found in
+    it in order: "evidence lower bound" for ELBO, "diffusion transformer" for DiT."""
+    if not parts:
+        return not letters
+    first, rest = parts[0], parts[1:]
+    if not letters or letters[0] != first[0]:
+        return False
+    at = 1  # where in ``first`` the next letter may be found
+    for taken in range(1, len(letters) - len(rest) + 1):
+        if _within(letters[taken:], rest):
+            return True
+        at = first.find(letters[taken], at) + 1 if taken < len(letters) else 0
+        if not at:
+            return False
+    return False
+
+
+def _inside(acronym: str, words: list[str]) -> bool:
+    """Two words or more abbreviate the acronym with some letters taken from inside them
+    ("evidence lower bound" for ELBO); a capital of a mixed-case acronym starts a word
+    ("Vision Transformers" for ViTs, not "model" for MoE). Small words give no letter."""
+    parts = [p.lower() for p in _parts(words) if p.lower() not in _SMALL_WORDS]
+    core = singular(acronym)
+    if len(parts) < 2 or not _plain(words):
+        return False
+    if core.isupper():
+        return _within(core.lower(), parts)
+    groups = re.findall(r"[A-Z][a-z]*", core)
+    return (
+        "".join(groups) == core
+        and len(groups) == len(parts)
+        and all(_within(g.lower(), [p]) for g, p in zip(groups, parts, strict=True))
+    )
+
+
 def defined_in(acronym: str, text: str) -> str | None:
     """The words the text defines the acronym by: "mixture-of-experts" in "advances of
     mixture-of-experts (MoE) into ...": the nearest words before the parenthesis with a letter
     each ("induced pluripotent stem cells" for iPSCs), else the fewest that abbreviate it
-    ("Low-Rank Adaptation" for LoRA); None when the text defines it nowhere."""
+    ("Low-Rank Adaptation" for LoRA), else the fewest it takes letters from inside of ("the
+    diffusion transformer (DiT)"); None when the text defines it nowhere."""
     name = re.escape(singular(acronym))
     for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text):
         sentence_start = max(text.rfind(". ", 0, match.start()), text.rfind("(", 0, match.start()))
         before = _WORD.findall(text[sentence_start + 1 : match.start()])[-_LONGEST:]
-        fewest = None
+        fewest = inside = None
         for start in range(len(before) - 1, -1, -1):
             words = before[start:]
             if words[0].lower() in _SMALL_WORDS:
@@ -99,8 +136,10 @@ def defined_in(acronym: str, text: str) -> str | None:
                 return " ".join(words)
             if fewest is None and _abbreviates(acronym, words):
                 fewest = " ".join(words)
-        if fewest:
-            return fewest
+            if inside is None and _inside(acronym, words):
+                inside = " ".join(words)
+        if fewest or inside:
+            return fewest or inside
     return None
 
 
@@ -127,8 +166,11 @@ def _flat(text: str) -> str:
 
 
 def says(words: str, text: str) -> bool:
-    """The text contains the words, case, hyphens and punctuation aside."""
-    return f" {_flat(words)} " in f" {_flat(text)} "
+    """The text contains the words, case, hyphens and punctuation aside, the last one in the
+    singular or the plural ("vision transformer" for "vision transformers")."""
+    flat, within = _flat(words), f" {_flat(text)} "
+    stem = flat[:-1] if flat.endswith("s") and not flat.endswith("ss") else flat
+    return any(f" {form} " in within for form in (stem, stem + "s", stem + "es"))
 
 
 def common_definition(acronym: str, texts: Iterable[str]) -> str | None:
@@ -139,10 +181,18 @@ def common_definition(acronym: str, texts: Iterable[str]) -> str | None:
     return found.most_common(1)[0][0] if found else None
 
 
-def with_written_out(question: str, text: str) -> str:
+def with_written_out(
+    question: str, text: str, definitions: Mapping[str, str] | Iterable[tuple[str, str]] = ()
+) -> str:
     """The text, followed by each acronym of the question it writes out in words: a paper on
-    "a sparse mixture-of-experts model" mentions the MoE a question asks about."""
-    written = [a for a in acronyms(question) if spelled_out(a, text)]
+    "a sparse mixture-of-experts model" mentions the MoE a question asks about, and one on
+    "large vision transformers" the ViTs the store's abstracts define as such."""
+    defined = dict(definitions)
+    written = [
+        a
+        for a in acronyms(question)
+        if (a in defined and says(defined[a], text)) or spelled_out(a, text)
+    ]
     return " ".join([text, *written])
 
 

@@ -437,7 +437,8 @@ class ExtractiveProvider(Provider):
             return set()
         # An acronym is held by a paper that writes its words out ("mixture-of-experts").
         texts = [
-            with_written_out(context.question, h.paper.text_for_index) for h in context.sources
+            with_written_out(context.question, h.paper.text_for_index, context.definitions)
+            for h in context.sources
         ]
         return {n for n, text in enumerate(texts, start=1) if terms <= set(analyze([text])[0])}
 
@@ -557,7 +558,7 @@ class ExtractiveProvider(Provider):
         the question gives ("COVID-19")."""
         read = {top, *with_}
         text = " ".join(context.sources[s - 1].paper.text_for_index for s in sorted(read))
-        text = with_written_out(context.question, text)
+        text = with_written_out(context.question, text, context.definitions)
         names = [n for h in context.sources for n in h.names() if h.named_in(context.question)]
         terms = asked_terms(context.question, names)
         terms = [t for t in terms if t not in said_of_people(terms, text)]
@@ -752,7 +753,9 @@ class ExtractiveProvider(Provider):
         quotes = []
         for n in sorted(holding):
             sentences = sentences_of(context.sources[n - 1].paper)
-            held = analyze([with_written_out(context.question, s) for s in sentences])
+            held = analyze(
+                [with_written_out(context.question, s, context.definitions) for s in sentences]
+            )
             at = next((i for i, words in enumerate(held) if terms <= set(words)), None)
             if at is not None:
                 quotes.append(Candidate(n, at, sentences[at], 1.0, 1.0))
