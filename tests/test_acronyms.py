@@ -201,6 +201,8 @@ def library(store: Path, embedder) -> Iterator[Assistant]:
 
 def test_the_store_defines_the_acronym_but_not_a_papers_name(library):
     assert library.definitions("Is the MoE model dense or sparse?") == {"MoE": "mixture-of-experts"}
+    # typed in capitals, as the abstract's "(MoE)" defines it
+    assert library.definitions("Is the MOE model sparse?") == {"MOE": "mixture-of-experts"}
     assert library.definitions("What does THG speed up?") == {}  # the paper's name
     assert library.definitions("Does the mixture-of-experts (MoE) model scale?") == {}
     # an acronym a paper defines and uses is no name of it; the initials of "reduce latency"

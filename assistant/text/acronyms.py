@@ -124,7 +124,7 @@ def defined_in(acronym: str, text: str) -> str | None:
     ("Low-Rank Adaptation" for LoRA), else the fewest it takes letters from inside of ("the
     diffusion transformer (DiT)"); None when the text defines it nowhere."""
     name = re.escape(singular(acronym))
-    for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text):
+    for match in re.finditer(rf"\(\s*{name}s?\s*[),;]", text, re.IGNORECASE):
         sentence_start = max(text.rfind(". ", 0, match.start()), text.rfind("(", 0, match.start()))
         before = _WORD.findall(text[sentence_start + 1 : match.start()])[-_LONGEST:]
         fewest = inside = None
