@@ -49,6 +49,7 @@ def test_multi_turn_follow_up_resolves_to_the_cited_paper(shipped, tmp_path: Pat
                 FIRST,
                 "how does the second one work?",
                 "/show 1",
+                "/show 9",
                 "/sources",
                 f"/save {transcript}",
                 "/quit",
@@ -67,6 +68,7 @@ def test_multi_turn_follow_up_resolves_to_the_cited_paper(shipped, tmp_path: Pat
     assert f"(a follow-up, searched in the last answer's {target.label} only;" in text
     assert "Sources: [1]" in text
     assert target.text[:80] in text  # /show 1 printed the full abstract
+    assert "[9] is not cited by the last answer; it cites [1]" in text
     saved = transcript.read_text()
     assert saved.startswith("# Chat transcript") and "## References" in saved
     assert "## 2. how does the second one work?" in saved and target.label in saved

@@ -223,13 +223,21 @@ class ChatSession:
     def show(self, arg: str) -> None:
         answer = self._last()
         citations = {c.n: c for c in answer.citations} if answer else {}
-        if not arg.strip("[]").isdigit() or int(arg.strip("[]")) not in citations:
-            choices = ", ".join(f"[{n}]" for n in citations) or "none yet"
+        number = arg.strip().strip("[]")
+        if not number.isdigit() or int(number) not in citations:
+            choices = ", ".join(f"[{n}]" for n in citations)
+            if number.isdigit() and citations:
+                self.say(
+                    f"[{number}] is not cited by the last answer; it cites {choices}", "yellow"
+                )
+                return
             self.say(
-                f"usage: /show N, where N is a citation of the last answer ({choices})", "yellow"
+                "usage: /show N, where N is a citation of the last answer "
+                f"({choices or 'none yet'})",
+                "yellow",
             )
             return
-        c = citations[int(arg.strip("[]"))]
+        c = citations[int(number)]
         paper = answer.paper_of(c) if answer else None
         self.console.print(Text(f"[{c.n}] {latex_to_text(c.label)}", style="bold cyan"))
         self.say(f"{render.describe(paper) if paper else c.source} · id {c.paper_id}", "dim")
