@@ -66,7 +66,7 @@ PRUNING = {
 }
 REGISTERS = {
     "id": "registers-2024",
-    "title": "Registers for image models",
+    "title": "Vision transformers need registers",
     "year": 2024,
     "abstract": "Large vision transformers trained without labels develop high-norm tokens in "
     "background regions. Adding four learnable register tokens removes these artifacts and "
@@ -153,6 +153,12 @@ def test_a_text_that_writes_the_words_out_mentions_the_acronym():
         with_written_out("Do ViTs scale?", "large vision transformers")
         == "large vision transformers"
     )
+    # where the store defines it, its words decide; initials of common words never count
+    defined = {"MoE": "mixture-of-experts", "ViTs": "vision transformers"}
+    common = "it matches or exceeds variational inference techniques"
+    assert with_written_out("MoE or ViTs?", common, defined) == common
+    assert not spelled_out("MoE", "it matches or exceeds the baseline")
+    assert not spelled_out("ViT", "we use variational inference that scales")
 
 
 def test_the_question_is_spelled_out_once():
@@ -237,7 +243,9 @@ def test_a_survey_cites_the_paper_that_writes_out_what_the_store_defines(library
     assert library.definitions("Which papers study ViTs?") == {"ViTs": "vision transformers"}
     answer = library.ask("Which papers study ViTs?")
     assert {c.label for c in answer.citations} == {PRUNING["title"], REGISTERS["title"]}
+    # the abstract's sentence, not its title, which says the words too
     assert "Large vision transformers trained without labels" in answer.text
+    assert f"{REGISTERS['title']} [" not in answer.text
 
 
 def test_a_paper_that_defines_the_acronym_it_uses_answers_for_it(library):

@@ -20,6 +20,13 @@ _SMALL_WORDS = frozenset(
 # says what it means.
 _TOKEN = re.compile(r"(?<![\w-])[a-z]?[A-Z][A-Za-z]{1,6}(?![\w-])")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+# Words whose letter no acronym takes: "matches or exceeds" is no MoE, "variational inference
+# that" no ViT.
+_FUNCTION_WORDS = frozenset(
+    {"or", "nor", "but", "than", "as", "that", "this", "these", "those", "which", "who", "is"}
+    | {"are", "was", "were", "be", "been", "we", "our", "it", "its", "their", "not", "no"}
+    | {"can", "may", "will", "do", "does", "if", "so", "such", "into", "onto", "over"}
+)
 _LONGEST = 10  # words of a definition, at most
 
 
@@ -156,7 +163,11 @@ def spelled_out(acronym: str, text: str) -> bool:
     for length in range(1, 2 * len(letters)):  # a hyphenated word holds several, "of" none
         for i in range(len(words) - length + 1):
             run = words[i : i + length]
-            if run[0][0].upper() == letters[0] and _abbreviates(core, run):
+            if (
+                run[0][0].upper() == letters[0]
+                and not any(w.lower() in _FUNCTION_WORDS for w in run)
+                and _abbreviates(core, run)
+            ):
                 return True
     return False
 
@@ -186,12 +197,13 @@ def with_written_out(
 ) -> str:
     """The text, followed by each acronym of the question it writes out in words: a paper on
     "a sparse mixture-of-experts model" mentions the MoE a question asks about, and one on
-    "large vision transformers" the ViTs the store's abstracts define as such."""
+    "large vision transformers" the ViTs the store's abstracts define as such. Where the
+    store defines the acronym, its words decide; elsewhere, words with its initials."""
     defined = dict(definitions)
     written = [
         a
         for a in acronyms(question)
-        if (a in defined and says(defined[a], text)) or spelled_out(a, text)
+        if (says(defined[a], text) if a in defined else spelled_out(a, text))
     ]
     return " ".join([text, *written])
 

@@ -752,11 +752,16 @@ class ExtractiveProvider(Provider):
         terms = set(self._literal_condition(context))
         quotes = []
         for n in sorted(holding):
-            sentences = sentences_of(context.sources[n - 1].paper)
+            paper = context.sources[n - 1].paper
+            sentences = sentences_of(paper)
             held = analyze(
                 [with_written_out(context.question, s, context.definitions) for s in sentences]
             )
-            at = next((i for i, words in enumerate(held) if terms <= set(words)), None)
+            # The abstract's own sentence first: the title only when no sentence holds it.
+            order = list(range(len(sentences)))
+            if paper.title:
+                order = order[1:] + order[:1]
+            at = next((i for i in order if terms <= set(held[i])), None)
             if at is not None:
                 quotes.append(Candidate(n, at, sentences[at], 1.0, 1.0))
         return quotes
