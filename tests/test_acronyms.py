@@ -291,3 +291,21 @@ def test_a_definition_is_looked_up_once_until_the_store_changes(store, embedder,
             "GNN": "graph neural networks"
         }
         assert lookups == ["GNN GNNs", "GNN GNNs"]
+
+
+@pytest.mark.parametrize(
+    "question", ["What is RLHF?", "What is RL?", "What are LLMs?", "What is NFE?"]
+)
+def test_what_an_acronym_is_is_answered_from_a_paper_that_uses_it(library, question):
+    """ "What is DPO?" was refused (0.24 to the abstract that introduces direct preference
+    optimization, under the bar): a question that asks what an acronym is, and nothing else,
+    is answered from a paper that uses it."""
+    answer = library.ask(question)
+    assert not answer.refused, answer.text
+    assert answer.citations
+
+
+def test_what_an_acronym_no_paper_uses_is_still_refused(library):
+    assert library.ask("What is FDA?").refused
+    assert library.ask("What is the ELBO?").refused  # no abstract here uses it
+    assert library.ask("What is the FDA approval status of the MRI network?").refused

@@ -17,7 +17,12 @@ from assistant.answer.citations import CheckedText, check_citations, cited_numbe
 from assistant.answer.llm.pricing import estimate_cost
 from assistant.answer.llm.refusals import is_refusal as declines
 from assistant.answer.llm.reply import Reasoning
-from assistant.answer.offline.parts import alternatives, holds_literal, split
+from assistant.answer.offline.parts import (
+    alternatives,
+    holds_literal,
+    split,
+    uses_asked_acronym,
+)
 from assistant.answer.prompts import render
 from assistant.answer.provider import Provider, StreamWarning
 from assistant.answer.renumber import Renumberer, in_order_of_citation
@@ -102,9 +107,15 @@ def names_a_paper(question: str, hits: list[Hit]) -> bool:
 
 def close_enough(query: str, hits: list[Hit], min_similarity: float) -> bool:
     """Some paper is close enough to the query to answer from: a passage at least
-    ``min_similarity`` similar, the paper named, or a survey's literal condition met."""
+    ``min_similarity`` similar, the paper named, a survey's literal condition met, or the
+    acronym a question asks about ("What is DPO?") used."""
     best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
-    return best >= min_similarity or names_a_paper(query, hits) or holds_literal(query, hits)
+    return (
+        best >= min_similarity
+        or names_a_paper(query, hits)
+        or holds_literal(query, hits)
+        or uses_asked_acronym(query, hits)
+    )
 
 
 def is_refusal(text: str) -> bool:

@@ -37,6 +37,7 @@ from assistant.answer.offline.metadata import parse as metadata_question
 from assistant.answer.offline.parts import (
     Part,
     alternatives,
+    asked_about_acronym,
     asked_acronym,
     asks_definition,
     defines,
@@ -715,6 +716,8 @@ class ExtractiveProvider(Provider):
         spelled = self._expansion(context, papers) or self._literal_quotes(context, papers)
         if spelled:
             return spelled, None
+        if papers is None:  # "What is DPO?": from the papers that use it
+            papers = self._using_asked_acronym(context) or None
         ranked = ranked or self.rank(context)
         if papers is not None:
             why = self._unanswered_about(context, ranked[0], papers)
@@ -765,6 +768,19 @@ class ExtractiveProvider(Provider):
             if at is not None:
                 quotes.append(Candidate(n, at, sentences[at], 1.0, 1.0))
         return quotes
+
+    @staticmethod
+    def _using_asked_acronym(context: Context) -> set[int]:
+        """The sources that use the acronym a question asks about and nothing else ("What
+        are SAEs?"), however far the embedder puts the question from them."""
+        acronym = asked_about_acronym(context.question)
+        if acronym is None:
+            return set()
+        return {
+            n
+            for n, hit in enumerate(context.sources, start=1)
+            if uses({acronym: ""}, hit.paper.text_for_index)
+        }
 
     def _expansion(self, context: Context, papers: set[int] | None) -> list[Candidate]:
         """For "what does GPLQ stand for?", the sentence that spells it out."""

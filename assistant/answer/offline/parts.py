@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from assistant.answer.offline.metadata import parse as metadata_question
 from assistant.answer.offline.question import asked_terms, is_survey, topic_terms
 from assistant.retrieval.hybrid import Hit
+from assistant.text.acronyms import is_acronym, uses
 from assistant.text.terms import analyze
 
 # Where a question's second half starts: a conjunction, then a question word or an auxiliary.
@@ -259,6 +260,31 @@ def asked_acronym(question: str) -> str | None:
     if match is None:
         return None
     return next(g for g in match.groups() if g)
+
+
+# "What is DPO?", "What are the SAEs?": the whole question asks what one term is.
+_WHAT_IS = re.compile(
+    r"^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?[\"'«]?([A-Za-z][\w-]*)[\"'»]?\s*\?*\s*$",
+    re.IGNORECASE,
+)
+
+
+def asked_about_acronym(question: str) -> str | None:
+    """The acronym a question asks about and nothing else: spelled out ("What does GPLQ stand
+    for?") or what it is ("What is DPO?", "What are SAEs?")."""
+    found = asked_acronym(question)
+    if found is not None:
+        return found
+    match = _WHAT_IS.match(question)
+    return match.group(1) if match and is_acronym(match.group(1)) else None
+
+
+def uses_asked_acronym(question: str, hits: Sequence[Hit]) -> bool:
+    """The question asks what an acronym is and a retrieved paper uses it: that paper is
+    relevant however far the embedder puts "What is DPO?" from its abstract (0.24 to the
+    paper that introduces direct preference optimization (DPO), under the bar)."""
+    acronym = asked_about_acronym(question)
+    return acronym is not None and any(uses({acronym: ""}, h.paper.text_for_index) for h in hits)
 
 
 def _initials(words: list[str]) -> str:
