@@ -135,6 +135,16 @@ def test_bad_input_never_ends_the_session(shipped):
     assert len(session.conversation.turns) == 1
 
 
+def test_sources_after_a_refusal_say_it_cited_nothing(shipped):
+    """After a refused question, /sources said "no sources yet: ask a question first"."""
+    session, out = session_for(shipped)
+    run_chat(session, reader(["/sources", "What is the capital of France?", "/sources", "/show 1"]))
+    text = out.getvalue()
+    assert text.count("no sources yet: ask a question first") == 1  # before any question
+    assert "the last answer cites no abstract" in text
+    assert "citation of the last answer (it cites none)" in text
+
+
 class _Interrupted(Provider):
     """Streams a little, then the user presses Ctrl-C."""
 

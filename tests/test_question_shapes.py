@@ -703,3 +703,10 @@ def test_which_is_better_asks_for_a_comparison_not_the_word():
     comparison is asked, not what it is about."""
     assert asked_terms("Which is better, LRU or LFU?") == ["lru", "lfu"]
     assert asked_terms("Is LFU better or worse than LRU?") == ["lfu", "lru"]
+
+
+def test_which_papers_mention_asks_for_the_topic_not_the_word():
+    """A user's trial: "Which papers mention FL?" was refused with "does not mention:
+    mention" against the federated learning (FL) paper."""
+    assert asked_terms("Which papers mention FL?") == ["fl"]
+    assert asked_terms("Which abstracts mentioned KV caches?") == ["kv", "cach"]

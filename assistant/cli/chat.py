@@ -212,8 +212,11 @@ class ChatSession:
 
     def show_sources(self) -> None:
         answer = self._last()
-        if answer is None or not answer.citations:
+        if answer is None:
             self.say("no sources yet: ask a question first")
+            return
+        if not answer.citations:
+            self.say("the last answer cites no abstract")
             return
         for c in answer.citations:
             paper = answer.paper_of(c)
@@ -231,10 +234,9 @@ class ChatSession:
                     f"[{number}] is not cited by the last answer; it cites {choices}", "yellow"
                 )
                 return
+            cited = choices or ("it cites none" if answer else "none yet")
             self.say(
-                "usage: /show N, where N is a citation of the last answer "
-                f"({choices or 'none yet'})",
-                "yellow",
+                f"usage: /show N, where N is a citation of the last answer ({cited})", "yellow"
             )
             return
         c = citations[int(number)]

@@ -46,6 +46,8 @@ _ASKING = (
     "take takes took taken part compare compared comparison versus vs look looks better worse "
     # how a question asks for a figure ("what error do they reach?"), not what it is about
     "reach reaches reached achieve achieves achieved attain attains attained else "
+    # how a survey asks ("which papers mention FL?"), never what an abstract lacks
+    "mention mentions mentioned "
     # what an acronym question asks, and words every abstract has: never what is missing
     "stand stands short mean means meaning abbreviation abbreviate acronym expansion spell "
     "data"
