@@ -72,7 +72,15 @@ REGISTERS = {
     "background regions. Adding four learnable register tokens removes these artifacts and "
     "improves dense prediction by 2 points mIoU.",
 }
-MINE = [ROUTING, ALIGNMENT, GLIOMA, PRUNING, REGISTERS]
+# Writes out what GLIOMA defines as MRI, and never says "MRI".
+CARDIAC = {
+    "id": "cardiac-2024",
+    "title": "Left ventricle segmentation",
+    "year": 2024,
+    "abstract": "We segment the left ventricle in cardiac magnetic resonance imaging of 200 "
+    "patients and reach a Dice score of 0.93 with a network a tenth the usual size.",
+}
+MINE = [ROUTING, ALIGNMENT, GLIOMA, PRUNING, REGISTERS, CARDIAC]
 
 
 def test_what_is_an_acronym():
@@ -158,6 +166,7 @@ def test_a_text_that_writes_the_words_out_mentions_the_acronym():
     common = "it matches or exceeds variational inference techniques"
     assert with_written_out("MoE or ViTs?", common, defined) == common
     assert not spelled_out("MoE", "it matches or exceeds the baseline")
+    assert with_written_out("Which papers use GNNs?", "a GNN").endswith(" GNNs")  # either number
     assert not spelled_out("ViT", "we use variational inference that scales")
 
 
@@ -246,6 +255,14 @@ def test_a_survey_cites_the_paper_that_writes_out_what_the_store_defines(library
     # the abstract's sentence, not its title, which says the words too
     assert "Large vision transformers trained without labels" in answer.text
     assert f"{REGISTERS['title']} [" not in answer.text
+
+
+@pytest.mark.parametrize("question", ["Which papers use MRI?", "Which papers use MRIs?"])
+def test_a_survey_of_a_capitals_acronym_cites_the_paper_that_writes_it_out(library, question):
+    """A CamelCase acronym (MoE, ViTs) was a survey's literal condition and an all-capitals
+    one was not: "Which papers use MRI?" cited the glioma paper only, by the survey bar."""
+    answer = library.ask(question)
+    assert {c.label for c in answer.citations} == {GLIOMA["title"], CARDIAC["title"]}
 
 
 def test_a_paper_that_defines_the_acronym_it_uses_answers_for_it(library):

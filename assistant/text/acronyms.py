@@ -198,12 +198,13 @@ def with_written_out(
     """The text, followed by each acronym of the question it writes out in words: a paper on
     "a sparse mixture-of-experts model" mentions the MoE a question asks about, and one on
     "large vision transformers" the ViTs the store's abstracts define as such. Where the
-    store defines the acronym, its words decide; elsewhere, words with its initials."""
+    store defines the acronym, its words decide; elsewhere, words with its initials. An
+    acronym the text uses in the other number ("a GNN" for "GNNs") is added too."""
     defined = dict(definitions)
     written = [
         a
         for a in acronyms(question)
-        if (says(defined[a], text) if a in defined else spelled_out(a, text))
+        if _uses(a, text) or (says(defined[a], text) if a in defined else spelled_out(a, text))
     ]
     return " ".join([text, *written])
 

@@ -80,7 +80,7 @@ from assistant.answer.sources import Context
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.chunking import sentences_of
 from assistant.retrieval.hybrid import Hit
-from assistant.text.acronyms import spell, uses, with_written_out, writes_out
+from assistant.text.acronyms import acronyms, spell, uses, with_written_out, writes_out
 from assistant.text.terms import analyze
 
 NOTICE = (
@@ -455,7 +455,8 @@ class ExtractiveProvider(Provider):
             for name in hit.names()
             for term in analyze([name])[0]
         }
-        return [t for t in literal_terms(context.question) if t not in names]
+        found = literal_terms(context.question) or _topic_acronym(context)
+        return [t for t in found if t not in names]
 
     def survey_features(self, context: Context, best: dict[int, float]) -> dict[int, list[float]]:
         """Each candidate paper's signals for the survey bar (``offline.survey_bar``)."""
@@ -915,3 +916,14 @@ def _defining(candidates: list[Candidate], source: int, names: list[str]) -> int
 
 def _quotes(context: Context, picked: list[Candidate]) -> str:
     return quotes([hit.label for hit in context.sources], picked)
+
+
+def _topic_acronym(context: Context) -> list[str]:
+    """The survey's whole topic when it is one acronym the store defines ("Which papers use
+    GNNs?"): a literal condition, held by a paper that names it or writes its words out, as
+    a CamelCase one ("MoE") already is."""
+    found = acronyms(context.question)
+    if len(found) != 1 or found[0] not in dict(context.definitions):
+        return []
+    term = analyze([found[0]])[0]
+    return term if topic_terms(context.question) == term else []
