@@ -19,9 +19,9 @@ from assistant.answer.llm.refusals import is_refusal as declines
 from assistant.answer.llm.reply import Reasoning
 from assistant.answer.offline.parts import (
     alternatives,
+    defines_asked_acronym,
     holds_literal,
     split,
-    uses_asked_acronym,
 )
 from assistant.answer.prompts import render
 from assistant.answer.provider import Provider, StreamWarning
@@ -108,13 +108,13 @@ def names_a_paper(question: str, hits: list[Hit]) -> bool:
 def close_enough(query: str, hits: list[Hit], min_similarity: float) -> bool:
     """Some paper is close enough to the query to answer from: a passage at least
     ``min_similarity`` similar, the paper named, a survey's literal condition met, or the
-    acronym a question asks about ("What is DPO?") used."""
+    acronym a question asks about ("What is DPO?") defined."""
     best = max((h.similarity for h in hits if h.similarity is not None), default=-1.0)
     return (
         best >= min_similarity
         or names_a_paper(query, hits)
         or holds_literal(query, hits)
-        or uses_asked_acronym(query, hits)
+        or defines_asked_acronym(query, hits)
     )
 
 

@@ -80,7 +80,14 @@ from assistant.answer.sources import Context
 from assistant.embedding.embedders import Embedder
 from assistant.ingest.chunking import sentences_of
 from assistant.retrieval.hybrid import Hit
-from assistant.text.acronyms import acronyms, spell, uses, with_written_out, writes_out
+from assistant.text.acronyms import (
+    acronyms,
+    defined_in,
+    spell,
+    uses,
+    with_written_out,
+    writes_out,
+)
 from assistant.text.terms import analyze
 
 NOTICE = (
@@ -714,11 +721,13 @@ class ExtractiveProvider(Provider):
     ) -> tuple[list[Candidate], StreamWarning | None]:
         """The sentences that answer the question (about ``papers`` when given), or why the
         abstracts do not answer it."""
-        spelled = self._expansion(context, papers) or self._literal_quotes(context, papers)
+        spelled = (
+            self._expansion(context, papers)
+            or self._definitions(context, papers)
+            or self._literal_quotes(context, papers)
+        )
         if spelled:
             return spelled, None
-        if papers is None:  # "What is DPO?": from the papers that use it
-            papers = self._using_asked_acronym(context) or None
         ranked = ranked or self.rank(context)
         if papers is not None:
             why = self._unanswered_about(context, ranked[0], papers)
@@ -771,17 +780,21 @@ class ExtractiveProvider(Provider):
         return quotes
 
     @staticmethod
-    def _using_asked_acronym(context: Context) -> set[int]:
-        """The sources that use the acronym a question asks about and nothing else ("What
-        are SAEs?"), however far the embedder puts the question from them."""
+    def _definitions(context: Context, papers: set[int] | None) -> list[Candidate]:
+        """For "What is DPO?" (an acronym, not a paper's name), the sentence of each source
+        that defines it: "We show that direct preference optimization (DPO) can be ...".
+        Sources that define it otherwise ("MS": multiple sclerosis, mass spectrometry) are
+        each quoted."""
         acronym = asked_about_acronym(context.question)
-        if acronym is None:
-            return set()
-        return {
-            n
-            for n, hit in enumerate(context.sources, start=1)
-            if uses({acronym: ""}, hit.paper.text_for_index)
-        }
+        if papers is not None or acronym is None or _named_sources(context):
+            return []
+        found = []
+        for n, hit in enumerate(context.sources, start=1):
+            sentences = sentences_of(hit.paper)
+            at = next((i for i, s in enumerate(sentences) if defined_in(acronym, s)), None)
+            if at is not None:
+                found.append(Candidate(n, at, sentences[at], 1.0, 1.0))
+        return found
 
     def _expansion(self, context: Context, papers: set[int] | None) -> list[Candidate]:
         """For "what does GPLQ stand for?", the sentence that spells it out."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from assistant.answer.offline.metadata import parse as metadata_question
 from assistant.answer.offline.question import asked_terms, is_survey, topic_terms
 from assistant.retrieval.hybrid import Hit
-from assistant.text.acronyms import is_acronym, uses
+from assistant.text.acronyms import defined_in, is_acronym
 from assistant.text.terms import analyze
 
 # Where a question's second half starts: a conjunction, then a question word or an auxiliary.
@@ -279,12 +279,13 @@ def asked_about_acronym(question: str) -> str | None:
     return match.group(1) if match and is_acronym(match.group(1)) else None
 
 
-def uses_asked_acronym(question: str, hits: Sequence[Hit]) -> bool:
-    """The question asks what an acronym is and a retrieved paper uses it: that paper is
+def defines_asked_acronym(question: str, hits: Sequence[Hit]) -> bool:
+    """The question asks what an acronym is and a retrieved paper defines it: that paper is
     relevant however far the embedder puts "What is DPO?" from its abstract (0.24 to the
-    paper that introduces direct preference optimization (DPO), under the bar)."""
+    paper that introduces direct preference optimization (DPO), under the bar). One that
+    only uses it ("a single 24 GB GPU") does not say what it is."""
     acronym = asked_about_acronym(question)
-    return acronym is not None and any(uses({acronym: ""}, h.paper.text_for_index) for h in hits)
+    return acronym is not None and any(defined_in(acronym, h.paper.text_for_index) for h in hits)
 
 
 def _initials(words: list[str]) -> str:
