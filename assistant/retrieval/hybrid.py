@@ -42,7 +42,6 @@ _NAME_END = r"(?!\w)(?!-(?!(?:v\d+(?:\.\d+)?|\d+(?:\.\d+)?[bmk])(?:-[a-z]+)?(?![
 
 DEFINERS = 5  # papers read for the definition of a query's acronym
 KEPT_DEFINITIONS = 1024
-_UNKNOWN = ""  # not looked up yet (a definition is never empty)
 
 
 @dataclass(frozen=True)
@@ -282,9 +281,10 @@ class HybridRetriever:
         while the store's ready papers stay as they are: a question asks it of each of its
         parts and topics, and the answer once more."""
         key = (self.store.stamp(), acronym)
-        kept = self._definitions.get(key, _UNKNOWN)  # one read: another thread may clear it
-        if kept is not _UNKNOWN:
-            return kept
+        try:  # one read: another thread may clear the dict between a check and a read
+            return self._definitions[key]
+        except KeyError:
+            pass
         one = singular(acronym)
         hits = self.store.lexical(f"{one} {one}s", DEFINERS, Filter())
         papers = list(self.store.papers([pid for pid, _ in hits]).values())

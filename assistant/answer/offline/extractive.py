@@ -723,7 +723,7 @@ class ExtractiveProvider(Provider):
         abstracts do not answer it."""
         spelled = (
             self._expansion(context, papers)
-            or self._definitions(context, papers)
+            or self._defining_sentences(context, papers)
             or self._literal_quotes(context, papers)
         )
         if spelled:
@@ -780,7 +780,7 @@ class ExtractiveProvider(Provider):
         return quotes
 
     @staticmethod
-    def _definitions(context: Context, papers: set[int] | None) -> list[Candidate]:
+    def _defining_sentences(context: Context, papers: set[int] | None) -> list[Candidate]:
         """For "What is DPO?" (an acronym, not a paper's name), the sentence of each source
         that defines it: "We show that direct preference optimization (DPO) can be ...".
         Sources that define it otherwise ("MS": multiple sclerosis, mass spectrometry) are
